@@ -1,0 +1,106 @@
+"""pytest wiring: collect guide.md's console blocks with Sybil, choose the
+folder whose exercise files are checked (code/, or --work FOLDER), and end
+with one line per exercise: PASS, FAIL or MISSING.
+
+Loaded from the root conftest.py, since guide.md sits at the root.
+"""
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from sybil import Sybil
+from sybil.example import SybilFailure
+
+import console
+import fences
+
+GUIDE = console.ROOT / "guide.md"
+RESULTS = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--work", metavar="FOLDER",
+                     help="check a learner's exercise files in FOLDER instead of code/")
+
+
+def source_folder_of(config):
+    work = config.getoption("--work")
+    return Path(work).absolute() if work else console.ROOT / "code"
+
+
+def pytest_configure(config):
+    if not source_folder_of(config).is_dir():
+        raise pytest.UsageError(f"WORK folder {source_folder_of(config)} does not exist")
+    config.stash[RESULTS] = {"ran": set(), "problems": defaultdict(list), "blocks": 0}
+
+
+@pytest.fixture(scope="session")
+def source_folder(pytestconfig):
+    """The folder of exercise files under test: code/ or the learner's WORK."""
+    return source_folder_of(pytestconfig)
+
+
+pytest_collect_file = Sybil(
+    parsers=[console.parse_console_blocks],
+    patterns=["guide.md"],
+    path=str(console.ROOT),
+    fixtures=["source_folder"],
+).pytest()
+
+
+def pytest_collection_modifyitems(items):
+    # A block's exercise is known from its commands; mark it like a claims test.
+    for item in items:
+        block = getattr(getattr(item, "example", None), "parsed", None)
+        if isinstance(block, fences.Block) and console.exercise_of(block):
+            item.add_marker(pytest.mark.exercise(console.exercise_of(block)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    results = item.config.stash[RESULTS]
+    if call.when == "call" and hasattr(item, "example"):
+        results["blocks"] += 1                  # a console block of guide.md
+    marker = item.get_closest_marker("exercise")
+    if marker:
+        results["ran"].add(marker.args[0])
+        if report.failed:
+            results["problems"][marker.args[0]].append(short_failure(item, call, report))
+    return report
+
+
+def short_failure(item, call, report):
+    error = call.excinfo.value if call.excinfo else None
+    if isinstance(error, SybilFailure):
+        return error.result                     # already says guide.md:LINE
+    claim = (item.function.__doc__ or "").strip() if isinstance(item, pytest.Function) else ""
+    text = call.excinfo.exconly() if call.excinfo else report.longreprtext
+    return "\n".join([f"{item.nodeid}: {claim}"] + text.splitlines()[:6])
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    results = config.stash[RESULTS]
+    if not results["ran"]:
+        return                                  # no exercise was checked in this run
+    folder = source_folder_of(config)
+    terminalreporter.section("exercises")
+    terminalreporter.write_line(
+        f"{results['blocks']} console blocks of guide.md run against {folder}")
+    for exercise in console.exercises_in(fences.read_guide(GUIDE)):
+        problems = results["problems"][exercise]
+        if not (folder / exercise).is_file():
+            status = "MISSING"
+        elif problems:
+            status = "FAIL"
+        elif exercise in results["ran"]:
+            status = "PASS"
+        else:
+            status = "NOT RUN"
+        terminalreporter.write_line(f"{exercise}  {status}")
+        if status == "FAIL":
+            for problem in problems:
+                lines = problem.splitlines()
+                for line in lines[:12] + (["[...]"] if len(lines) > 12 else []):
+                    terminalreporter.write_line("    " + line)

@@ -1,0 +1,172 @@
+"""guide.md itself: its console blocks are all collected, its includes point
+at real code, and mistakes in its markup give guide.md:LINE errors."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+from sybil import Document
+
+import console
+import fences
+import markup
+
+GUIDE = console.ROOT / "guide.md"
+CODE = console.ROOT / "code"
+
+
+def count_console_fences(text):
+    """Console blocks found by walking the lines, independently of Sybil's lexer."""
+    count, closing = 0, None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if closing:
+            if stripped.startswith(closing) and set(stripped) == {closing[0]}:
+                closing = None
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:len(stripped) - len(stripped.lstrip(stripped[0]))]
+            info = stripped[len(fence):].strip()
+            count += info == "console" or bool(re.search(r"\{.*\.console\b", info))
+            closing = fence
+    return count
+
+
+def sybil_console_blocks(text):
+    return list(console.parse_console_blocks(Document(text, "guide.md")))
+
+
+def test_every_console_block_is_collected():
+    text = GUIDE.read_text(encoding="utf-8")
+    expected = count_console_fences(text)
+    print(f"guide.md has {expected} console blocks")
+    assert expected > 0
+    assert len(sybil_console_blocks(text)) == expected
+    # and pytest really collects them (a wrong Sybil path would silently skip guide.md)
+    listing = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "guide.md"], cwd=console.ROOT, capture_output=True, text=True).stdout
+    assert listing.count("guide.md::") == expected, listing
+
+
+def test_the_fence_count_is_not_fooled():
+    text = ("```console\n$ a\n```\n\n````markdown\n```console\n$ b\n```\n````\n\n"
+            "   ~~~{.console edit=\"f: a => b\"}\n   $ c\n   ~~~\n\n```{.python}\n```\n")
+    assert count_console_fences(text) == 2 == len(sybil_console_blocks(text))
+
+
+def include_blocks():
+    return [b for b in fences.read_guide(GUIDE) if "include" in b.attributes]
+
+
+def test_every_include_resolves():
+    """The build's own reader expands every include of guide.md without error."""
+    markdown, origin = markup.expand(GUIDE.read_text(encoding="utf-8"), console.ROOT)
+    assert len(origin) == len(markdown.splitlines())
+
+
+def test_the_guide_includes_every_exercise():
+    included = {b.attributes["include"] for b in include_blocks()}
+    assert {f"code/{p.name}" for p in CODE.glob("ex*.py")} <= included
+
+
+def test_find_object(tmp_path):
+    path = tmp_path / "q.py"
+    path.write_text("class Queue:\n    @staticmethod\n    def claim():\n        pass\n\n"
+                    "def work():\n    return 1\n")
+    assert markup.find_object(path, "Queue", 1) == (1, 4)
+    assert markup.find_object(path, "Queue.claim", 1) == (2, 4)
+    assert markup.find_object(path, "work", 1) == (6, 7)
+    with pytest.raises(markup.GuideError, match="guide.md:9: pyobject 'Queue.work' not found"):
+        markup.find_object(path, "Queue.work", 9)
+
+
+def test_pandoc_attributes():
+    assert markup.parse_attributes("console", 1) == (["console"], {})
+    assert markup.parse_attributes('{.python #ex1 include="code/a.py" lines=3-9}', 1) == (
+        ["python"], {"id": "ex1", "include": "code/a.py", "lines": "3-9"})
+    assert markup.parse_attributes(r'{.console edit="f: say(\"hi\") => x"}', 1) == (
+        ["console"], {"edit": 'f: say("hi") => x'})
+    with pytest.raises(markup.GuideError, match="guide.md:7: cannot read attributes"):
+        markup.parse_attributes('{.console edit="unterminated}', 7)
+
+
+@pytest.mark.parametrize("markdown, message", [
+    ('# A\n\n```{.python include="code/nope.py"}\n```\n',
+     "guide.md:3: included file not found: code/nope.py"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" pyobject="nope"}\n```\n',
+     "guide.md:3: pyobject 'nope' not found in ex02_jobs.py"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" lines="5-900"}\n```\n',
+     "guide.md:3: lines=5-900 is outside code/ex02_jobs.py"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py"}\nx = 1\n```\n',
+     "guide.md:3: an include block must be empty"),
+    ('# A\n\n```python\nprint(1)\n```\n',
+     "guide.md:3: Python listings are included from code/, never pasted"),
+    ('# A\n\n::: warning\nx\n:::\n', "guide.md:3: unknown div class 'warning'"),
+    ('# A\n\n::: {.sim name="pinball"}\nx\n:::\n', "guide.md:3: unknown simulation name 'pinball'"),
+    ('# A\n\n::: check\nx\n\n::: answer\ny\n:::\n', "guide.md:3: div is never closed"),
+    ('# A\n\nx\n:::\n', "guide.md:4: ':::' closes a div that was never opened"),
+    ('# A\n\n```console\n$ true\n', "guide.md:3: code block is never closed"),
+])
+def test_markup_mistakes_name_their_line(markdown, message):
+    with pytest.raises(markup.GuideError) as error:
+        markup.expand(markdown, console.ROOT)
+    assert str(error.value).startswith(message)
+
+
+def test_a_listing_expands_to_exactly_its_source():
+    markdown, _ = markup.expand(
+        '# A\n\n```{.python include="code/ex02_jobs.py" pyobject="make_job"}\n```\n',
+        console.ROOT)
+    source = (CODE / "ex02_jobs.py").read_text().splitlines()
+    first = next(n for n, line in enumerate(source, 1) if line.startswith("def make_job"))
+    body = markdown.split("```")[1].split("\n", 1)[1]
+    assert body == "\n".join(source[first - 1:first + 3]) + "\n"
+    assert f'startFrom="{first}"' in markdown
+
+
+def fixture_block(info, body="$ python3 ex99_demo.py\n...\n"):
+    """A one-block guide: the block's fence is on line 3."""
+    blocks = sybil_console_blocks(f"# Fixture\n\n```{info}\n{body}```\n")
+    assert len(blocks) == 1
+    return blocks[0].parsed
+
+
+@pytest.fixture
+def demo_folder(tmp_path):
+    (tmp_path / "ex99_demo.py").write_text("print('hello')\nprint('hello again')\n")
+    return tmp_path
+
+
+def test_unknown_console_attribute_fails_loudly(demo_folder):
+    block = fixture_block('{.console terminal="2"}')
+    assert console.check_block(block, demo_folder) == \
+        "guide.md:3: unknown console attribute terminal"
+
+
+@pytest.mark.parametrize("edit, complaint", [
+    ("ex99_demo.py: goodbye => hi", "ex99_demo.py holds 'goodbye' 0 times, not once"),
+    ("ex99_demo.py: hello => hi", "ex99_demo.py holds 'hello' 2 times, not once"),
+    ("ex98_other.py: a => b", "there is no ex98_other.py to edit"),
+    ("ex99_demo.py: hello", "is not of the form FILE: OLD => NEW"),
+])
+def test_bad_edit_fails_with_guide_line(demo_folder, edit, complaint):
+    message = console.check_block(fixture_block(f'{{.console edit="{edit}"}}'), demo_folder)
+    assert message.startswith("guide.md:3: ") and complaint in message
+
+
+def test_a_good_edit_changes_only_the_copy(demo_folder):
+    block = fixture_block('{.console edit="ex99_demo.py: hello again => bye"}',
+                          "$ python3 ex99_demo.py\nhello\nbye\n")
+    assert console.check_block(block, demo_folder) is None
+    assert "hello again" in (demo_folder / "ex99_demo.py").read_text()
+
+
+def test_a_missing_exercise_file_fails_the_block(tmp_path):
+    assert console.check_block(fixture_block("console"), tmp_path) == \
+        f"guide.md:3: ex99_demo.py is missing from {tmp_path}"
+
+
+def test_output_before_any_command_is_an_error(demo_folder):
+    message = console.check_block(fixture_block("console", "hello\n$ true\n"), demo_folder)
+    assert message == "guide.md:4: output before the first `$ ` command"

@@ -1,0 +1,196 @@
+"""Read guide.md's own markup: fences, attributes, divs and includes.
+
+The build uses this to check the guide and expand every include before pandoc
+sees it; the tests use it to find what they check. Every problem is reported
+as a GuideError carrying the guide.md line it belongs to.
+"""
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DIV_CLASSES = {"check", "answer", "sim"}
+SIM_NAMES = {"killable-queue", "race", "crash-timing", "payment"}
+INCLUDE_ATTRS = {"include", "pyobject", "lines"}
+
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")
+DIV = re.compile(r"^(?P<colons>:{3,})\s*(?P<info>.*?)\s*:*\s*$")
+ATTR_TOKEN = re.compile(
+    r'\s*(?:\.(?P<cls>[\w-]+)|#(?P<id>[\w-]+)'
+    r'|(?P<key>[\w-]+)=(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s"}]+)))')
+
+
+class GuideError(Exception):
+    def __init__(self, line, message):
+        super().__init__(f"guide.md:{line}: {message}")
+        self.line = line
+
+
+@dataclass
+class Block:
+    """A fenced code block as written in guide.md."""
+    line: int                     # line of the opening fence
+    indent: str
+    fence: str
+    classes: list
+    attrs: dict
+    body: list = field(default_factory=list)   # lines, without the indent
+
+
+def parse_attributes(info, line):
+    """Parse `python` or `{.python include="x" #id}` into (classes, attrs)."""
+    if not info:
+        return [], {}
+    if not info.startswith("{"):
+        return [info.split()[0]], {}
+    if not info.endswith("}"):
+        raise GuideError(line, f"attribute list not closed: {info}")
+    inner, classes, attrs, pos = info[1:-1], [], {}, 0
+    while inner[pos:].strip():
+        match = ATTR_TOKEN.match(inner, pos)
+        if not match:
+            raise GuideError(line, f"cannot read attributes at {inner[pos:]!r}")
+        if match["cls"]:
+            classes.append(match["cls"])
+        elif match["id"]:
+            attrs["id"] = match["id"]
+        else:
+            value = match["quoted"] if match["quoted"] is not None else match["bare"]
+            attrs[match["key"]] = re.sub(r"\\(.)", r"\1", value)
+        pos = match.end()
+    return classes, attrs
+
+
+def scan(lines):
+    """Yield ('code', Block) and ('div', line, info) events in order.
+
+    Raises GuideError for an unclosed fence or unbalanced divs."""
+    open_divs, block = [], None
+    for number, text in enumerate(lines, 1):
+        if block:
+            stripped = text[len(block.indent):] if text.startswith(block.indent) else text.lstrip()
+            if (stripped.startswith(block.fence[0] * len(block.fence))
+                    and not stripped.strip(block.fence[0]).strip()):
+                yield "code", block
+                block = None
+            else:
+                block.body.append(stripped)
+            continue
+        fence = FENCE.match(text)
+        if fence:
+            classes, attrs = parse_attributes(fence["info"], number)
+            block = Block(number, fence["indent"], fence["fence"], classes, attrs)
+            continue
+        div = DIV.match(text)
+        if div:
+            if div["info"]:
+                open_divs.append(number)
+                yield "div", number, div["info"]
+            elif open_divs:
+                open_divs.pop()
+            else:
+                raise GuideError(number, "':::' closes a div that was never opened")
+    if block:
+        raise GuideError(block.line, "code block is never closed")
+    if open_divs:
+        raise GuideError(open_divs[-1], "div is never closed with ':::'")
+
+
+def check_div(line, info):
+    classes, attrs = parse_attributes(info if info.startswith("{") else "{." + info + "}", line)
+    unknown = " ".join(sorted(set(classes) - DIV_CLASSES))
+    if unknown or not classes:
+        raise GuideError(line, f"unknown div class {unknown or info!r}; "
+                               f"known: {', '.join(sorted(DIV_CLASSES))}")
+    if "sim" in classes and attrs.get("name") not in SIM_NAMES:
+        raise GuideError(line, f"unknown simulation name {attrs.get('name')!r}; "
+                               f"known: {', '.join(sorted(SIM_NAMES))}")
+
+
+def include(block, root):
+    """Return (text, first_line) of the file part an include block names."""
+    line, attrs = block.line, block.attrs
+    unknown = set(attrs) - INCLUDE_ATTRS - {"id"}
+    if unknown:
+        raise GuideError(line, f"unknown include attribute {', '.join(sorted(unknown))}")
+    if any(body.strip() for body in block.body):
+        raise GuideError(line, "an include block must be empty: the build fills it")
+    if "pyobject" in attrs and "lines" in attrs:
+        raise GuideError(line, "use pyobject= or lines=, not both")
+    path = root / attrs["include"]
+    if not path.is_file():
+        raise GuideError(line, f"included file not found: {attrs['include']}")
+    source = path.read_text(encoding="utf-8").splitlines()
+    first, last = 1, len(source)
+    if "pyobject" in attrs:
+        first, last = find_object(path, attrs["pyobject"], line)
+    elif "lines" in attrs:
+        match = re.fullmatch(r"(\d+)-(\d+)", attrs["lines"])
+        if not match:
+            raise GuideError(line, f"lines= must look like 12-40, not {attrs['lines']!r}")
+        first, last = int(match[1]), int(match[2])
+        if not 1 <= first <= last <= len(source):
+            raise GuideError(line, f"lines={attrs['lines']} is outside "
+                                   f"{attrs['include']} (1-{len(source)})")
+    return "\n".join(source[first - 1:last]), first
+
+
+def find_object(path, dotted, line):
+    """First and last line of a function, class or Class.method in a file."""
+    try:
+        scope = ast.parse(path.read_text(encoding="utf-8"), str(path)).body
+    except SyntaxError as error:
+        raise GuideError(line, f"cannot parse {path.name}: {error}") from None
+    node = None
+    for name in dotted.split("."):
+        node = next((n for n in scope if getattr(n, "name", None) == name), None)
+        if node is None:
+            raise GuideError(line, f"pyobject {dotted!r} not found in {path.name}")
+        scope = getattr(node, "body", [])
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    return first, node.end_lineno
+
+
+def expand(text, root):
+    """Check guide.md and return (expanded Markdown, line map).
+
+    The line map gives, for each line of the expanded text, the guide.md line
+    it came from, so pandoc's messages can point at the guide."""
+    lines = text.splitlines()
+    out, origin, done = [], [], 0
+
+    def keep(upto):
+        nonlocal done
+        for number in range(done + 1, upto + 1):
+            out.append(lines[number - 1])
+            origin.append(number)
+        done = upto
+
+    for event in scan(lines):
+        if event[0] == "div":
+            check_div(event[1], event[2])
+            continue
+        block = event[1]
+        if "include" not in block.attrs:
+            if "python" in block.classes:
+                raise GuideError(block.line, "Python listings are included from code/, "
+                                             "never pasted: add include=\"code/…\"")
+            continue
+        code, first = include(block, root)
+        keep(block.line - 1)
+        fence = "`" * max(3, longest_run(code, "`") + 1)
+        attrs = " ".join([f"#{v}" for k, v in block.attrs.items() if k == "id"] +
+                         [f".{c}" for c in block.classes] +
+                         [f'{k}="{v}"' for k, v in block.attrs.items() if k != "id"] +
+                         [f'startFrom="{first}"'])
+        for row in [f"{fence}{{{attrs}}}", *code.splitlines(), fence]:
+            out.append(block.indent + row if row else row)
+            origin.append(block.line)
+        done = block.line + len(block.body) + 1
+    keep(len(lines))
+    return "\n".join(out) + "\n", origin
+
+
+def longest_run(text, char):
+    runs = re.findall(re.escape(char) + "+", text)
+    return max(map(len, runs), default=0)
