@@ -1,20 +1,40 @@
-# make check               run every test against code/
-# make check WORK=folder   grade a learner's exercise files in folder instead
-# make clean               remove the virtualenv and caches
+# make site               build the course site into site/
+# make serve              build it and serve it on http://localhost:8000
+# make check              run every test against code/ (installs what it needs)
+# make check WORK=folder  grade a learner's exercise files in folder instead
+# make bench              print build and page-weight numbers (no pass/fail)
+# make clean              remove the virtualenv, node_modules and caches
 
 PYTHON ?= python3
+PORT ?= 8000
 VENV := .venv
 # touched once the virtualenv holds requirements.txt
 INSTALLED := $(VENV)/installed
+# touched once node_modules holds package-lock.json
+NODE_INSTALLED := node_modules/installed
 
 ifdef WORK
+# grading needs neither the browser nor the site tools
 PYTEST_ARGS := guide.md tests/test_exercises.py --work="$(abspath $(WORK))"
+CHECK_NEEDS := $(INSTALLED)
+else
+CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) chromium
 endif
 
-.PHONY: check clean
+.PHONY: site serve check bench clean chromium
 
-check: $(INSTALLED)
+site: $(INSTALLED)
+	$(VENV)/bin/python tools/build.py
+
+serve: site
+	@echo "Serving site/ on http://localhost:$(PORT)/ (Ctrl-C to stop)"
+	$(VENV)/bin/python -m http.server --directory site --bind 127.0.0.1 $(PORT)
+
+check: $(CHECK_NEEDS)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+bench: $(INSTALLED)
+	$(VENV)/bin/python tools/bench.py
 
 $(INSTALLED): requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and \
@@ -24,6 +44,15 @@ $(INSTALLED): requirements.txt
 	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
 	touch $@
 
+$(NODE_INSTALLED): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm is needed for the browser tests: apt-get install nodejs npm"; exit 1; }
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+# The browser tests drive Debian's Chromium; install it when we can.
+chromium:
+	@tools/need-chromium
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) node_modules .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

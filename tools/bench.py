@@ -1,0 +1,79 @@
+"""Benchmarks: print numbers, never pass or fail.  Usage: make bench
+
+- build time: tools/build.py against one bare pandoc run over the same
+  expanded guide (the goal is at most 1.5 times);
+- page weight: the bytes a reader downloads to see the first chapter
+  (HTML, CSS, scripts, icon; the goal is at most 150 KB).
+"""
+import gzip
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import build
+from markup import expand
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = 7
+
+
+def median_seconds(command, stdin=None):
+    times = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        subprocess.run(command, input=stdin, check=True, capture_output=True, text=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+class Tags(HTMLParser):
+    """Every start tag of a page, with its attributes."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.tags = []
+        self.feed(path.read_text(encoding="utf-8"))
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def assets(self):
+        """What the page makes the browser fetch: stylesheets, scripts, icons."""
+        return [attrs.get("href") or attrs.get("src") for tag, attrs in self.tags
+                if (tag == "link" and attrs.get("rel") in ("stylesheet", "icon"))
+                or (tag == "script" and attrs.get("src"))]
+
+
+def main():
+    pandoc = build.find_pandoc()
+    markdown, _ = expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "site"
+        bare = median_seconds([pandoc, "--from=markdown", "--to=html5", "--standalone",
+                               "--metadata=title:bench"], stdin=markdown)
+        pages = median_seconds([sys.executable, build.__file__, "--out", str(out),
+                                "--no-extras"])
+        whole = median_seconds([sys.executable, build.__file__, "--out", str(out)])
+        print(f"build time, median of {RUNS} runs:")
+        print(f"  bare pandoc, expanded guide to one HTML page  {bare:6.2f} s")
+        print(f"  tools/build.py --no-extras (HTML pages)       {pages:6.2f} s"
+              f"   {pages / bare:4.2f}x bare")
+        print(f"  tools/build.py (HTML, EPUB and PDF)           {whole:6.2f} s"
+              f"   {whole / bare:4.2f}x bare")
+
+        # the page the index's "Start reading" link opens
+        first = out / next(attrs["href"] for tag, attrs in Tags(out / "index.html").tags
+                           if tag == "a" and attrs.get("class") == "start")
+        files = [first] + [out / href for href in Tags(first).assets()]
+        raw = sum(f.stat().st_size for f in files)
+        packed = sum(len(gzip.compress(f.read_bytes())) for f in files)
+        print(f"first chapter ({first.name}) and what it loads, {len(files)} files:")
+        print(f"  {raw:,} bytes ({raw / 1024:.1f} KB); {packed:,} bytes gzipped")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+-- The course's own blocks, for every output format.
+-- Used as a filter (EPUB, PDF) and by site.lua (the HTML site).
+-- HTML gets real markup; other formats get plain equivalents.
+
+-- site.lua, a custom writer, has no FORMAT: it sets COURSE_HTML instead.
+local html = COURSE_HTML or FORMAT:match("html") or FORMAT:match("epub")
+
+local function escape(text)
+  return (text:gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"))
+end
+
+local function raw(text)
+  return pandoc.RawBlock("html", text)
+end
+
+-- A transcript: prompts are drawn but not selectable, commands stand out.
+local function console(block)
+  if not html then
+    return pandoc.CodeBlock(block.text)      -- plain, no highlighter cost
+  end
+  local rows = {}
+  for line in (block.text .. "\n"):gmatch("(.-)\n") do
+    local command = line:match("^%$ (.*)$")
+    if command then
+      table.insert(rows, '<span class="prompt" aria-hidden="true">$ </span>'
+        .. '<span class="command">' .. escape(command) .. "</span>")
+    else
+      table.insert(rows, escape(line))
+    end
+  end
+  -- tabindex: a long line scrolls sideways, and keyboards must reach it too
+  return raw('<pre class="console" tabindex="0"><code>' .. table.concat(rows, "\n")
+    .. "</code></pre>")
+end
+
+-- A diagram: monospace text the highlighter must not touch.
+local function diagram(block)
+  if not html then
+    return pandoc.CodeBlock(block.text)
+  end
+  return raw('<pre class="diagram" tabindex="0"><code>' .. escape(block.text) .. "</code></pre>")
+end
+
+-- A listing included from code/: numbered from its first line in the file.
+local function listing(block)
+  local first = tonumber(block.attributes.startFrom or "1")
+  local file = block.attributes.include
+  for _, name in ipairs({ "include", "pyobject", "lines", "startFrom" }) do
+    block.attributes[name] = nil
+  end
+  if not html then
+    return block
+  end
+  local caption = pandoc.Plain({ pandoc.Code((file:gsub("^code/", ""))) })
+  return pandoc.Div({ pandoc.Div(caption, { class = "listing-file" }), block }, {
+    class = "listing",
+    style = "counter-reset: line " .. (first - 1),
+    -- the listing scrolls sideways on a phone: let keyboards reach it
+    tabindex = "0",
+    role = "region",
+    ["aria-label"] = "Listing of " .. file:gsub("^code/", ""),
+  })
+end
+
+function CodeBlock(block)
+  if block.classes:includes("console") then
+    return console(block)
+  elseif block.classes:includes("text") then
+    return diagram(block)
+  elseif block.attributes.include then
+    return listing(block)
+  end
+end
+
+-- Pause and Check: the answer folds away until asked for.
+local function check(div)
+  local out = pandoc.Blocks({})
+  for _, inner in ipairs(div.content) do
+    if inner.t == "Div" and inner.classes:includes("answer") then
+      if html then
+        out:insert(raw('<details class="answer"><summary>Show the answer</summary>'))
+        out:extend(inner.content)
+        out:insert(raw("</details>"))
+      else
+        local first = inner.content[1]
+        if first and first.content then
+          first.content:insert(1, pandoc.Strong("Answer. "))
+        end
+        out:extend(inner.content)
+      end
+    else
+      out:insert(inner)
+    end
+  end
+  if html then
+    return pandoc.Div(out, { class = "check" })
+  end
+  return pandoc.BlockQuote(out)
+end
+
+-- A simulation: its paragraph is what readers without JavaScript get.
+local function sim(div)
+  if not html then
+    return div.content
+  end
+  local name = div.attributes.name
+  local out = pandoc.Blocks({ raw('<div class="sim-mount" data-sim="' .. name .. '"></div>') })
+  out:extend(div.content)
+  return pandoc.Div(out, { class = "sim", ["data-sim"] = name })
+end
+
+function Div(div)
+  if div.classes:includes("check") then
+    return check(div)
+  elseif div.classes:includes("sim") then
+    return sim(div)
+  end
+end
+
+function Header(header)
+  local text = pandoc.utils.stringify(header.content)
+  if header.level == 2 and text:match("^Exercise %d+") then
+    header.classes:insert("exercise")
+  end
+  return header
+end
+
+return {
+  { CodeBlock = CodeBlock, Div = Div, Header = Header },
+}

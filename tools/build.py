@@ -1,0 +1,203 @@
+"""Build the course site: guide.md and code/ become a static site in site/.
+
+Usage:  python3 tools/build.py [--guide FILE] [--out DIR] [--no-extras]
+
+One pandoc run renders every HTML page; jinja2 puts each into the page
+template. The site is built in a temporary folder beside the output and
+swapped in only when everything succeeded, so a failed build leaves the
+previous site as it was. Problems in guide.md are reported as
+guide.md:LINE: message, with exit status 1.
+"""
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jinja2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from markup import GuideError, expand  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / "tools"
+PANDOC_VERSION = "3.9"
+HIGHLIGHT_STYLE = "haddock"        # passes axe's contrast check (see notes)
+
+
+class BuildError(Exception):
+    pass
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    started = time.perf_counter()
+    try:
+        pandoc = find_pandoc()
+        guide = args.guide.read_text(encoding="utf-8")
+        markdown, origin = expand(guide, args.guide.parent)
+        with tempfile.TemporaryDirectory(prefix=".site-", dir=args.out.parent) as tmp, \
+                ThreadPoolExecutor(max_workers=2) as pool:
+            tmp, staging = Path(tmp), Path(tmp) / "site"
+            extras = [] if args.no_extras else [
+                pool.submit(make_epub, pandoc, markdown, tmp),
+                pool.submit(make_pdf, pandoc, markdown, tmp)]
+            book = render(pandoc, markdown, origin, guide)
+            write_pages(book, staging)
+            copy_static(staging)
+            (staging / "guide.md").write_text(markdown, encoding="utf-8")
+            for extra in extras:
+                shutil.move(extra.result(), staging)
+            swap_in(staging, args.out)
+    except (GuideError, BuildError) as error:
+        print(f"build failed: {error}", file=sys.stderr)
+        return 1
+    pages = sum(1 for _ in args.out.glob("*.html"))
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
+    print(f"built {pages} pages, {size:,} bytes in {time.perf_counter() - started:.2f} s "
+          f"-> {display(args.out)}")
+    return 0
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description="Build the course site.")
+    parser.add_argument("--guide", type=Path, default=ROOT / "guide.md",
+                        help="the guide (default: guide.md); includes are read "
+                             "relative to its folder")
+    parser.add_argument("--out", type=Path, default=ROOT / "site",
+                        help="output folder (default: site/)")
+    parser.add_argument("--no-extras", action="store_true",
+                        help="skip the EPUB and PDF (faster, for checking pages)")
+    args = parser.parse_args(argv)
+    args.out, args.guide = args.out.resolve(), args.guide.resolve()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    return args
+
+
+def find_pandoc():
+    """The pinned pandoc from pypandoc-binary, refusing any other version."""
+    try:
+        import pypandoc
+        path = pypandoc.get_pandoc_path()
+    except (ImportError, OSError) as error:
+        raise BuildError(f"pandoc {PANDOC_VERSION} not found ({error}); "
+                         "run `make site`, which installs pypandoc-binary") from None
+    first_line = run([path, "--version"]).splitlines()[0]
+    if first_line.split()[-1] != PANDOC_VERSION:
+        raise BuildError(f"need pandoc {PANDOC_VERSION}, found {first_line!r} at {path}")
+    return path
+
+
+def run(command, stdin=None):
+    """Run a tool; any failure or warning stops the build with its message."""
+    result = subprocess.run(command, input=stdin, capture_output=True, text=True)
+    if result.returncode != 0 or result.stderr.strip():
+        raise BuildError(f"{Path(command[0]).name} failed:\n{result.stderr.strip()}")
+    return result.stdout
+
+
+def render(pandoc, markdown, origin, guide):
+    """Every page's HTML from one pandoc run, as a dict (see tools/site.lua)."""
+    command = [pandoc, "--from=markdown", f"--to={TOOLS / 'site.lua'}",
+               "--section-divs", f"--syntax-highlighting={HIGHLIGHT_STYLE}",
+               "--fail-if-warnings"]
+    try:
+        book = json.loads(run(command, stdin=markdown))
+    except BuildError as error:
+        raise BuildError(point_at_guide(str(error), origin)) from None
+    for anchor in dict.fromkeys(book["broken_links"]):
+        raise GuideError(line_of(guide, f"(#{anchor})"), f"link to #{anchor}, "
+                         "which no heading or block in the guide has")
+    return book
+
+
+def point_at_guide(message, origin):
+    """Rewrite pandoc's '... at line N column M' (of the expanded text) as
+    guide.md:LINE: ..., one line per warning."""
+    out = []
+    for text in message.splitlines():
+        match = re.search(r"^\[(?:WARNING|ERROR)\] (.*?) at line (\d+) column \d+", text)
+        if match:
+            line = origin[min(int(match[2]), len(origin)) - 1]
+            text = f"guide.md:{line}: {match[1]}"
+        out.append(text)
+    return "\n".join(out)
+
+
+def line_of(text, needle):
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return number
+    return 1
+
+
+def write_pages(book, staging):
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TOOLS / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    page = env.get_template("page.html")
+    chapters = book["chapters"]
+    common = dict(title=book["title"], subtitle=book["subtitle"], chapters=chapters)
+    staging.mkdir(parents=True)
+    for number, chapter in enumerate(chapters):
+        write(staging / chapter["file"], page.render(
+            common, current=chapter, body=chapter["html"],
+            previous=chapters[number - 1] if number else None,
+            next=chapters[number + 1] if number + 1 < len(chapters) else None))
+    write(staging / "index.html", env.get_template("index.html").render(common, current=None))
+    write(staging / "all.html", page.render(
+        common, current=None, body=book["all_in_one"], previous=None, next=None))
+
+
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+
+
+def copy_static(staging):
+    shutil.copytree(TOOLS / "static", staging / "static")
+
+
+def make_epub(pandoc, markdown, tmp):
+    epub = tmp / "guide.epub"
+    run([pandoc, "--from=markdown", "--to=epub3", f"--lua-filter={TOOLS / 'blocks.lua'}",
+         f"--syntax-highlighting={HIGHLIGHT_STYLE}", "--fail-if-warnings",
+         f"--output={epub}"], stdin=markdown)
+    return epub
+
+
+def make_pdf(pandoc, markdown, tmp):
+    """PDF without LaTeX: pandoc writes Typst, and the typst package sets it."""
+    import typst
+    source, pdf = tmp / "guide.typ", tmp / "guide.pdf"
+    source.write_text(run([pandoc, "--from=markdown", "--to=typst", "--standalone",
+                           f"--lua-filter={TOOLS / 'blocks.lua'}", "--fail-if-warnings"],
+                          stdin=markdown), encoding="utf-8")
+    try:
+        typst.compile(str(source), output=str(pdf))
+    except RuntimeError as error:
+        raise BuildError(f"typst failed: {error}") from None
+    return pdf
+
+
+def swap_in(staging, out):
+    """Replace the old site with the new one in two renames."""
+    old = staging.parent / "old"
+    if out.exists():
+        out.rename(old)
+    staging.rename(out)
+
+
+def display(path):
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+// Small comforts for reading: the theme toggle, the contents menu on narrow
+// screens, the current section marked in the contents, and answers unfolded
+// for printing.
+
+const root = document.documentElement;
+const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
+
+function currentTheme() {
+  return root.dataset.theme || (systemDark.matches ? "dark" : "light");
+}
+
+function showTheme(button) {
+  const dark = currentTheme() === "dark";
+  button.setAttribute("aria-pressed", String(dark));
+  button.textContent = "Dark theme";
+}
+
+function setUpThemeToggle() {
+  const button = document.querySelector(".theme-toggle");
+  showTheme(button);
+  button.addEventListener("click", () => {
+    const next = currentTheme() === "dark" ? "light" : "dark";
+    root.dataset.theme = next;
+    try {
+      localStorage.setItem("theme", next);
+    } catch (e) {
+      // Not remembered, but still switched for this page.
+    }
+    showTheme(button);
+  });
+  systemDark.addEventListener("change", () => showTheme(button));
+}
+
+function setUpContentsMenu() {
+  const button = document.querySelector(".toc-toggle");
+  const toc = document.getElementById("toc");
+  button.addEventListener("click", () => {
+    const open = button.getAttribute("aria-expanded") !== "true";
+    button.setAttribute("aria-expanded", String(open));
+    toc.classList.toggle("open", open);
+  });
+}
+
+function markCurrentSection() {
+  const links = new Map();
+  for (const link of document.querySelectorAll(".toc .sections a")) {
+    links.set(decodeURIComponent(link.hash.slice(1)), link);
+  }
+  const headings = [...document.querySelectorAll("main h2[id], main section.level2[id]")]
+    .filter((element) => links.has(element.id));
+  if (!headings.length) return;
+  let marked = null;
+  function update() {
+    let current = headings[0];
+    for (const heading of headings) {
+      if (heading.getBoundingClientRect().top < window.innerHeight * 0.25) current = heading;
+    }
+    const link = links.get(current.id);
+    if (link === marked) return;
+    if (marked) marked.removeAttribute("aria-current");
+    link.setAttribute("aria-current", "location");
+    marked = link;
+  }
+  document.addEventListener("scroll", update, { passive: true });
+  update();
+}
+
+// Folded answers would be missing from paper: open them all for printing.
+function unfoldAnswersForPrint() {
+  let opened = [];
+  window.addEventListener("beforeprint", () => {
+    opened = [...document.querySelectorAll("details:not([open])")];
+    opened.forEach((details) => (details.open = true));
+  });
+  window.addEventListener("afterprint", () => {
+    opened.forEach((details) => (details.open = false));
+  });
+}
+
+setUpThemeToggle();
+setUpContentsMenu();
+markCurrentSection();
+unfoldAnswersForPrint();
