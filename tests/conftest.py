@@ -1,0 +1,40 @@
+"""Fixtures shared by the site's tests: one build per run, served locally."""
+import functools
+import http.server
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    """The site, built once from guide.md and code/ into a temporary folder."""
+    out = tmp_path_factory.mktemp("build") / "site"
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build.py"), "--out", str(out)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(r"built \d+ pages, [\d,]+ bytes in [\d.]+ s -> \S+\n", result.stdout)
+    return out
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(site):
+    """The built site, served over HTTP on a free localhost port."""
+    handler = functools.partial(QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()

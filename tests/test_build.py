@@ -1,0 +1,148 @@
+"""tools/build.py: the site it builds, and how it refuses broken input."""
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+import markup
+from pages import Page
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = [sys.executable, str(ROOT / "tools" / "build.py")]
+VNU = ROOT / "node_modules" / "vnu-jar" / "build" / "dist" / "vnu.jar"
+
+
+def build(*args):
+    return subprocess.run(BUILD + list(args), capture_output=True, text=True)
+
+
+def chapter_titles():
+    """The level-1 headings of guide.md, outside code blocks, in order."""
+    titles, lines = [], (ROOT / "guide.md").read_text(encoding="utf-8").splitlines()
+    code_lines = set()
+    for event in markup.scan(lines):
+        if event[0] == "code":
+            block = event[1]
+            code_lines.update(range(block.line, block.line + len(block.body) + 2))
+    for number, line in enumerate(lines, 1):
+        if line.startswith("# ") and number not in code_lines:
+            titles.append(line[2:].split(" {")[0].strip())
+    return titles
+
+
+def html_files(site):
+    return sorted(site.glob("*.html"))
+
+
+def test_every_chapter_has_a_page_linked_in_order(site):
+    index = Page(site / "index.html")
+    pages = [href for href in index.chapter_links if href.endswith(".html")
+             and href not in ("all.html",)]
+    titles = chapter_titles()
+    assert len(pages) == len(titles) >= 5
+    for number, (href, title) in enumerate(zip(pages, titles)):
+        text = (site / href).read_text(encoding="utf-8")
+        assert f"<title>{title} · " in text.replace("&#39;", "'")
+        # previous and next follow the guide's order
+        if number:
+            assert f'rel="prev" href="{pages[number - 1]}"' in text
+        if number + 1 < len(pages):
+            assert f'rel="next" href="{pages[number + 1]}"' in text
+
+
+def test_every_internal_link_and_anchor_resolves(site):
+    parsed = {path.name: Page(path) for path in html_files(site)}
+    problems = []
+    for name, page in parsed.items():
+        for link in page.links:
+            parts = urlsplit(link)
+            if parts.scheme or link.startswith("//"):
+                problems.append(f"{name}: link leaves the site: {link}")
+                continue
+            target = parts.path or name
+            if not (site / target).exists():
+                problems.append(f"{name}: no file {target}")
+            elif parts.fragment and parts.fragment not in parsed[target].ids:
+                problems.append(f"{name}: {target} has no #{parts.fragment}")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_listing_is_exactly_its_source(site):
+    """The listings of the one-page guide, in order, against the files they include."""
+    lines = (ROOT / "guide.md").read_text(encoding="utf-8").splitlines()
+    includes = [event[1] for event in markup.scan(lines)
+                if event[0] == "code" and "include" in event[1].attrs]
+    shown = Page(site / "all.html").listing_texts()
+    assert len(shown) == len(includes) > 0
+    for block, text in zip(includes, shown):
+        source, _ = markup.include(block, ROOT)
+        assert text == source, f"guide.md:{block.line}: the listing differs from its file"
+
+
+def test_the_markdown_download_has_every_include_filled(site):
+    text = (site / "guide.md").read_text(encoding="utf-8")
+    expanded, _ = markup.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)
+    assert text == expanded
+    assert "def signup(address):" in text
+
+
+def test_epub_and_pdf_are_built(site):
+    assert (site / "guide.epub").read_bytes()[:2] == b"PK"
+    assert (site / "guide.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_the_html_validates(site):
+    if not VNU.exists():
+        pytest.fail("the HTML validator is missing: run `npm ci` (make check does)")
+    result = subprocess.run(["java", "-jar", str(VNU), "--errors-only", "--also-check-css",
+                             *map(str, html_files(site))], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+# ---------------------------------------------------------------- broken input
+
+@pytest.fixture
+def broken(tmp_path):
+    """A guide to break, with code/ beside it, and an old site that must survive."""
+    (tmp_path / "code").symlink_to(ROOT / "code")
+    old = tmp_path / "site"
+    old.mkdir()
+    (old / "index.html").write_text("the previous site")
+
+    def build_guide(text):
+        (tmp_path / "guide.md").write_text(text)
+        result = build("--guide", str(tmp_path / "guide.md"), "--out", str(old))
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert (old / "index.html").read_text() == "the previous site"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["code", "guide.md", "site"]
+        return result.stderr
+    return build_guide
+
+
+GOOD_START = "---\ntitle: T\n---\n\n# 1. One\n\nText.\n\n"     # the next line is 9
+
+
+@pytest.mark.parametrize("text, message", [
+    ('```{.python include="code/missing.py"}\n```\n',
+     "guide.md:9: included file not found: code/missing.py"),
+    ('```{.python include="code/ex01_slow_signup.py" pyobject="nothing"}\n```\n',
+     "guide.md:9: pyobject 'nothing' not found in ex01_slow_signup.py"),
+    ('::: {.sim name="pinball"}\nA paragraph.\n:::\n',
+     "guide.md:9: unknown simulation name 'pinball'"),
+    ('::: sidebar\nA paragraph.\n:::\n', "guide.md:9: unknown div class 'sidebar'"),
+    ('::: check\nA question.\n', "guide.md:9: div is never closed"),
+    ('See [the glossary](#gl-nothing).\n',
+     "guide.md:9: link to #gl-nothing, which no heading or block in the guide has"),
+])
+def test_broken_input_names_its_line_and_keeps_the_old_site(broken, text, message):
+    stderr = broken(GOOD_START + text)
+    assert f"build failed: {message}" in stderr
+
+
+def test_a_pandoc_warning_points_at_the_guide_line(broken):
+    """pandoc reads the expanded guide: its line numbers are mapped back."""
+    listing = '```{.python include="code/ex01_slow_signup.py"}\n```\n\n'
+    stderr = broken(GOOD_START + listing + "## Twice {#same}\n\n## Again {#same}\n")
+    assert "\nguide.md:14: Duplicate identifier 'same'\n" in stderr, stderr
