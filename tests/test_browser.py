@@ -119,15 +119,19 @@ def test_prompts_and_line_numbers_cannot_be_selected(watched, site_url):
 
 
 def test_diagrams_keep_their_columns(watched, site_url):
-    """Every character of every diagram is as wide as every other one."""
+    """In the site's own font, every character of every diagram is one column wide."""
     watched.goto(f"{site_url}/all.html")
-    uneven = watched.evaluate("""() => {
+    uneven = watched.evaluate("""async () => {
+        await document.fonts.ready;
+        const pre = document.querySelector('pre.diagram');
+        const style = getComputedStyle(pre);
+        const font = `${style.fontSize} "Course Mono"`;
+        if (!(await document.fonts.load(font)).length) return ['Course Mono did not load'];
         const canvas = document.createElement('canvas').getContext('2d');
+        canvas.font = font;
+        const cell = canvas.measureText('M').width;
         const out = [];
         for (const pre of document.querySelectorAll('pre.diagram')) {
-            const style = getComputedStyle(pre);
-            canvas.font = `${style.fontSize} ${style.fontFamily}`;
-            const cell = canvas.measureText('M').width;
             for (const line of pre.innerText.split('\\n')) {
                 const width = canvas.measureText(line).width;
                 if (Math.abs(width - cell * [...line].length) > 0.5) out.push(line);

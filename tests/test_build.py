@@ -93,6 +93,21 @@ def test_epub_and_pdf_are_built(site):
     assert (site / "guide.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+def test_the_font_has_every_character_of_every_diagram_and_listing():
+    """Course Mono must draw them all itself: a glyph from another font
+    would be another width, and the columns of a diagram would slip."""
+    from fontTools.ttLib import TTFont
+    drawn = set(TTFont(ROOT / "tools" / "static" / "fonts" / "course-mono.woff2")
+                .getBestCmap())
+    text = markup.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)[0]
+    lines, used = text.splitlines(), set()
+    for event in markup.scan(lines):
+        if event[0] == "code":
+            used.update(ord(c) for line in event[1].body for c in line)
+    missing = sorted(chr(c) for c in used - drawn)
+    assert not missing, f"not in tools/static/fonts/course-mono.woff2: {missing}"
+
+
 def test_the_html_validates(site):
     if not VNU.exists():
         pytest.fail("the HTML validator is missing: run `npm ci` (make check does)")
