@@ -116,6 +116,19 @@ def test_the_html_validates(site):
     assert result.returncode == 0, result.stderr
 
 
+def test_a_simulation_block_gives_its_paragraph_and_a_mount_point(tmp_path):
+    (tmp_path / "code").symlink_to(ROOT / "code")
+    (tmp_path / "guide.md").write_text(
+        '---\ntitle: T\n---\n\n# 1. One\n\n::: {.sim name="race"}\n'
+        'Two workers claim one job.\n:::\n')
+    result = build("--guide", str(tmp_path / "guide.md"), "--out", str(tmp_path / "site"),
+                   "--no-extras")
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "site" / "one.html").read_text()
+    assert '<div class="sim-mount" data-sim="race"></div>' in page
+    assert "<p>Two workers claim one job.</p>" in page
+
+
 # ---------------------------------------------------------------- broken input
 
 @pytest.fixture
