@@ -46,6 +46,7 @@ pytest_collect_file = Sybil(
     patterns=["guide.md"],
     path=str(console.ROOT),
     fixtures=["source_folder"],
+    teardown=console.close_sessions,     # a session whose last block did not run
 ).pytest()
 
 

@@ -139,9 +139,9 @@ def demo_folder(tmp_path):
 
 
 def test_unknown_console_attribute_fails_loudly(demo_folder):
-    block = fixture_block('{.console terminal="2"}')
+    block = fixture_block('{.console colour="green"}')
     assert console.check_block(block, demo_folder) == \
-        "guide.md:3: unknown console attribute terminal"
+        "guide.md:3: unknown console attribute colour"
 
 
 @pytest.mark.parametrize("edit, complaint", [

@@ -15,10 +15,12 @@ forms) are warped. Not warped: waits with a timeout (Event.wait,
 queue.get(timeout=...), Condition.wait), datetime.now(), and SQLite's own
 clock (CURRENT_TIMESTAMP, julianday('now')).
 
-Each process has its own skip, so two warped processes drift apart. The
-chapters with several worker processes and leases will need a clock shared
-across processes, for example one scaled from a common start instant passed
-in the environment (virtual = start + FACTOR * real time since start).
+With TIMEWARP_CLOCK=FILE, the skip lives in FILE (one double, 8 bytes) rather
+than in the process, so every process of a transcript session reads and
+raises the same skip: a time one worker writes down means the same to the
+next. All the warped clocks are real clocks plus the skip, and the real ones
+are shared by every process of the machine, so one skip serves them all.
+Without TIMEWARP_CLOCK each process has a skip of its own.
 """
 
 import os
@@ -28,29 +30,64 @@ if os.environ.get("TIMEWARP"):
     import time
 
     FACTOR = float(os.environ["TIMEWARP"])
+    CLOCK_FILE = os.environ.get("TIMEWARP_CLOCK")
     real_sleep = time.sleep
     real_monotonic = time.monotonic
     skip_lock = _thread.allocate_lock()
     skip = 0.0                   # seconds the virtual clock is ahead of the real one
 
+    if CLOCK_FILE:
+        import fcntl
+        import mmap
+
+        def open_clock():
+            # Each process opens the file for itself: flock excludes open files,
+            # and a forked child would otherwise share its parent's.
+            global clock_fd, shared_skip, skip_lock
+            clock_fd = os.open(CLOCK_FILE, os.O_RDWR)
+            # Reading a double from the mapping costs no system call; an aligned
+            # 8-byte load or store is atomic on the machines we run on.
+            shared_skip = memoryview(mmap.mmap(clock_fd, 8)).cast("d")
+            skip_lock = _thread.allocate_lock()
+
+        open_clock()
+        os.register_at_fork(after_in_child=open_clock)
+
+        def current_skip():
+            return shared_skip[0]
+
+        def raise_skip(seconds):
+            with skip_lock:      # flock does not exclude threads of one process
+                fcntl.flock(clock_fd, fcntl.LOCK_EX)
+                try:
+                    shared_skip[0] = max(shared_skip[0], seconds)
+                finally:
+                    fcntl.flock(clock_fd, fcntl.LOCK_UN)
+    else:
+        def current_skip():
+            return skip
+
+        def raise_skip(seconds):
+            global skip
+            with skip_lock:
+                skip = max(skip, seconds)
+
     def warp(real_clock):
         def virtual_clock():
-            return real_clock() + skip
+            return real_clock() + current_skip()
         virtual_clock.__name__ = real_clock.__name__
         return virtual_clock
 
     def warp_ns(real_clock_ns):
         def virtual_clock_ns():
-            return real_clock_ns() + round(skip * 1e9)
+            return real_clock_ns() + round(current_skip() * 1e9)
         virtual_clock_ns.__name__ = real_clock_ns.__name__
         return virtual_clock_ns
 
     def sleep(seconds):
-        global skip
-        wake_at = real_monotonic() + skip + seconds
+        wake_at = real_monotonic() + current_skip() + seconds
         real_sleep(seconds / FACTOR)
-        with skip_lock:
-            skip = max(skip, wake_at - real_monotonic())
+        raise_skip(wake_at - real_monotonic())
 
     for name in ("time", "monotonic", "perf_counter"):
         setattr(time, name, warp(getattr(time, name)))
