@@ -4,7 +4,10 @@ Each test names its exercise with a marker and runs the file from the source
 folder (code/, or the learner's WORK) in a fresh copy, with the time warp.
 """
 
+import collections
 import re
+import sqlite3
+import time
 
 import pytest
 
@@ -135,3 +138,198 @@ def test_ex03_the_worker_sends_every_email_in_order_and_signups_do_not_wait(fold
     waits = numbers(r"answered after ([\d.]+) ms", output)
     assert len(waits) == 3 and all(wait < 50 for wait in waits), output
     assert "all 3 emails sent" in output
+
+
+# ---------------------------------------------------------------- Exercises 4-6
+# Several processes of one exercise at once, sharing one warped clock, as the
+# chapters' two- and three-terminal transcripts do.
+
+class Terminals:
+    """Commands started side by side in one folder, on one shared virtual clock."""
+
+    def __init__(self, folder, timewarp=console.TIMEWARP_FACTOR):
+        self.folder = folder
+        bin_folder = folder.parent / "bin"
+        bin_folder.mkdir()
+        self.env = console.child_environment(console.link_python(bin_folder), timewarp,
+                                             console.new_clock(folder.parent / "clock"))
+        self.started = []
+
+    def start(self, command):
+        process = console.Process(command, self.folder, self.env)
+        self.started.append(process)
+        return process
+
+    def run(self, command):
+        """Run a command to its end; return what it printed."""
+        process = self.start(command)
+        assert process.wait_until(lambda lines, exited: exited, 60), process.output()
+        return process.output()
+
+    def wait_for(self, process, text, timeout=60):
+        process.wait_until(lambda lines, exited: exited or text in "".join(lines), timeout)
+        assert text in process.output(), f"never printed {text!r}:\n{process.output()}"
+
+    def sleep(self, seconds):
+        """Let `seconds` pass on the shared virtual clock."""
+        self.run(f"python3 -c 'import time; time.sleep({seconds})'")
+
+    def stop(self, process):
+        """Ctrl-C, then wait for the process to finish."""
+        process.interrupt()
+        assert process.wait_until(lambda lines, exited: exited, 60), process.output()
+        return process.output()
+
+    def close(self):
+        for process in self.started:
+            process.stop()
+
+
+@pytest.fixture
+def terminals(folder):
+    opened = Terminals(folder)
+    yield opened
+    opened.close()
+
+
+def outbox(folder):
+    path = folder / "outbox.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def statuses(terminals, exercise):
+    """The status column of `list`, job by job."""
+    lines = terminals.run(f"python3 {exercise} list").splitlines()[1:]
+    return [line.split()[1] for line in lines]
+
+
+@exercise("ex04_durable_queue.py")
+def test_ex04_a_job_interrupted_mid_send_stays_running_forever(terminals, folder):
+    """After Ctrl-C during a send, the job stays running and a new worker never takes it."""
+    ex04 = "ex04_durable_queue.py"
+    terminals.run(f"python3 {ex04} enqueue ann@example.com")
+    worker = terminals.start(f"python3 {ex04} work")
+    terminals.wait_for(worker, "claimed job 1")
+    terminals.stop(worker)
+    assert outbox(folder) == [] and statuses(terminals, ex04) == ["running"]
+    again = terminals.start(f"python3 {ex04} work")
+    terminals.wait_for(again, "waiting for jobs")
+    terminals.sleep(20)                       # 20 s of polling, on the shared clock
+    assert "claimed" not in terminals.stop(again)
+    assert outbox(folder) == [] and statuses(terminals, ex04) == ["running"]
+
+
+def two_workers_then_three_jobs(terminals, claim):
+    ex05 = "ex05_two_workers.py"
+    workers = [terminals.start(f"python3 {ex05} work {claim}") for _ in range(2)]
+    for worker in workers:
+        terminals.wait_for(worker, "waiting for jobs")
+    terminals.run(f"python3 {ex05} enqueue ann@example.com bob@example.com cat@example.com")
+    for worker in workers:
+        terminals.wait_for(worker, "no jobs left")
+    terminals.sleep(10)                       # time for any straggling duplicate
+    return [terminals.stop(worker) for worker in workers]
+
+
+@exercise("ex05_two_workers.py")
+def test_ex05_two_naive_workers_email_everyone_twice(terminals, folder):
+    """With claim_naive, two workers started together send every email twice."""
+    two_workers_then_three_jobs(terminals, "naive")
+    sent = [line.split(",")[0] for line in outbox(folder)]
+    assert sorted(sent) == sorted(f"welcome email to {name}@example.com"
+                                  for name in ["ann", "bob", "cat"] * 2), sent
+
+
+@exercise("ex05_two_workers.py")
+def test_ex05_two_atomic_workers_email_everyone_once_and_share_the_work(terminals, folder):
+    """With claim_atomic, each email goes once, and both workers send some."""
+    printed = two_workers_then_three_jobs(terminals, "atomic")
+    sent = outbox(folder)
+    assert sorted(line.split(",")[0] for line in sent) == [
+        f"welcome email to {name}@example.com" for name in ["ann", "bob", "cat"]], sent
+    senders = {line.split("sent by ")[1] for line in sent}
+    assert len(senders) == 2, sent
+    assert all("claimed job" in output for output in printed)
+
+
+def drain(terminals, folder, claim, jobs, workers, until_done):
+    """Queue `jobs` jobs, run `workers` workers until `until_done` jobs are done."""
+    ex05 = "ex05_two_workers.py"
+    addresses = " ".join(f"user{n}@example.com" for n in range(jobs))
+    terminals.run(f"python3 {ex05} enqueue {addresses}")
+    running = [terminals.start(f"python3 {ex05} work {claim}") for _ in range(workers)]
+    db = sqlite3.connect(folder / "ex05.db")
+    try:
+        deadline = time.monotonic() + 120
+        while db.execute("SELECT count(*) FROM jobs WHERE status = 'done'").fetchone()[0] \
+                < until_done:
+            assert time.monotonic() < deadline, "the workers stopped making progress"
+            time.sleep(0.02)
+    finally:
+        db.close()
+    for worker in running:
+        terminals.stop(worker)
+    return collections.Counter(line.split(",")[0] for line in outbox(folder))
+
+
+@exercise("ex05_two_workers.py")
+def test_ex05_the_atomic_claim_under_load_sends_each_email_exactly_once(folder):
+    """Four atomic workers and 500 jobs: no duplicates, none lost."""
+    terminals = Terminals(folder, timewarp=200)
+    try:
+        sent = drain(terminals, folder, "atomic", jobs=500, workers=4, until_done=500)
+    finally:
+        terminals.close()
+    assert len(sent) == 500 and set(sent.values()) == {1}
+
+
+@exercise("ex05_two_workers.py")
+def test_ex05_the_naive_claim_under_the_same_load_sends_duplicates(folder):
+    """Four naive workers and 500 jobs: duplicates within the first 20 jobs done."""
+    terminals = Terminals(folder, timewarp=200)
+    try:
+        sent = drain(terminals, folder, "naive", jobs=500, workers=4, until_done=20)
+    finally:
+        terminals.close()
+    assert any(count > 1 for count in sent.values()), sent
+
+
+def crash_then_recover(terminals, crash_flag):
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    crashed = terminals.run(f"python3 {ex06} work {crash_flag}")
+    assert "crashing" in crashed
+    healthy = terminals.start(f"python3 {ex06} work")
+    terminals.wait_for(healthy, "no jobs left")
+    terminals.sleep(10)
+    return terminals.stop(healthy)
+
+
+@exercise("ex06_leases.py")
+@pytest.mark.parametrize("crash, emails", [("--crash-before-send", 1),
+                                           ("--crash-after-send", 2)])
+def test_ex06_after_a_crash_a_healthy_worker_finishes_the_job(terminals, folder, crash, emails):
+    """After the lease, a healthy worker takes the job over: one email in all
+    if the crash came before the send, two if it came after."""
+    printed = crash_then_recover(terminals, crash)
+    assert "claimed job 1 (attempt 2)" in printed
+    assert [line.split(",")[0] for line in outbox(folder)] == \
+        ["welcome email to ann@example.com"] * emails
+
+
+@exercise("ex06_leases.py")
+def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(terminals, folder):
+    """Two healthy workers, a 1 s lease, 2 s of work: two emails, no crash."""
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    first = terminals.start(f"python3 {ex06} work --lease 1")
+    terminals.wait_for(first, "claimed job 1 (attempt 1)")
+    second = terminals.start(f"python3 {ex06} work --lease 1")
+    terminals.wait_for(second, "claimed job 1 (attempt 2)")
+    for worker in (first, second):
+        terminals.wait_for(worker, "no jobs left")
+    printed = [terminals.stop(worker) for worker in (first, second)]
+    assert not any("crashing" in output for output in printed)
+    assert [worker.popen.returncode for worker in (first, second)] == [0, 0]
+    assert [line.split(",")[0] for line in outbox(folder)] == \
+        ["welcome email to ann@example.com"] * 2

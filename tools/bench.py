@@ -3,10 +3,15 @@
 - build time: tools/build.py against one bare pandoc run over the same
   expanded guide (the goal is at most 1.5 times);
 - page weight: the bytes a reader downloads to see the first chapter
-  (HTML, CSS, fonts, scripts, icon; the goal is at most 150 KB).
+  (HTML, CSS, fonts, scripts, icon; the goal is at most 150 KB);
+- Chapter 4's race without its deliberate gap: how many of 2,000 jobs four
+  naive ex05 workers send more than once (the chapter quotes this).
 """
+import collections
 import gzip
 import re
+import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -76,6 +81,43 @@ def main():
         packed = sum(len(gzip.compress(f.read_bytes())) for f in files)
         print(f"first chapter ({first.name}) and what it loads, {len(files)} files:")
         print(f"  {raw:,} bytes ({raw / 1024:.1f} KB); {packed:,} bytes gzipped")
+
+
+    race_without_the_gap()
+
+
+def race_without_the_gap(jobs=2000, workers=4, runs=3):
+    """ex05's naive claim with RACE_GAP_SECONDS = 0 and instant sends, in a
+    temporary copy: the workers do nothing but claim, as fast as they can."""
+    source = (ROOT / "code" / "ex05_two_workers.py").read_text(encoding="utf-8")
+    source = source.replace("RACE_GAP_SECONDS = 0.3", "RACE_GAP_SECONDS = 0")
+    source = source.replace("MAIL_SERVER_SECONDS = 2", "MAIL_SERVER_SECONDS = 0")
+    print(f"ex05 naive claim without the gap, {workers} workers, {jobs} jobs:")
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "ex05_two_workers.py").write_text(source, encoding="utf-8")
+            twice = count_duplicates(Path(tmp), jobs, workers)
+            print(f"  {twice} jobs sent more than once ({twice / jobs:.1%})")
+
+
+def count_duplicates(folder, jobs, workers):
+    script = [sys.executable, "ex05_two_workers.py"]
+    subprocess.run(script + ["reset"], cwd=folder, check=True, capture_output=True)
+    db = sqlite3.connect(folder / "ex05.db", isolation_level=None)
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO jobs (kind, args) VALUES ('welcome_email', ?)",
+                   [(f'{{"address": "user{n}@example.com"}}',) for n in range(jobs)])
+    db.execute("COMMIT")
+    running = [subprocess.Popen(script + ["work", "naive"], cwd=folder,
+                                stdout=subprocess.DEVNULL) for _ in range(workers)]
+    while db.execute("SELECT count(*) FROM jobs WHERE status != 'done'").fetchone()[0]:
+        time.sleep(0.05)
+    for worker in running:
+        worker.send_signal(signal.SIGINT)
+        worker.wait()
+    lines = (folder / "outbox.txt").read_text().splitlines()
+    sent = collections.Counter(line.split(",")[0] for line in lines)
+    return sum(1 for count in sent.values() if count > 1)
 
 
 if __name__ == "__main__":

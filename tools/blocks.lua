@@ -15,8 +15,14 @@ end
 
 -- A transcript: prompts are drawn but not selectable, commands stand out.
 local function console(block)
+  -- Transcripts of one session that span terminals say which one they show.
+  local terminal = block.attributes.terminal
   if not html then
-    return pandoc.CodeBlock(block.text)      -- plain, no highlighter cost
+    local plain = pandoc.CodeBlock(block.text)  -- plain, no highlighter cost
+    if terminal then
+      return { pandoc.Para({ pandoc.Emph("Terminal " .. terminal .. ":") }), plain }
+    end
+    return plain
   end
   local rows = {}
   for line in (block.text .. "\n"):gmatch("(.-)\n") do
@@ -29,7 +35,9 @@ local function console(block)
     end
   end
   -- tabindex: a long line scrolls sideways, and keyboards must reach it too
-  return raw('<pre class="console" tabindex="0"><code>' .. table.concat(rows, "\n")
+  local label = terminal and ('<div class="terminal-label">terminal ' .. escape(terminal)
+    .. "</div>") or ""
+  return raw(label .. '<pre class="console" tabindex="0"><code>' .. table.concat(rows, "\n")
     .. "</code></pre>")
 end
 
