@@ -333,3 +333,99 @@ def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(termin
     assert [worker.popen.returncode for worker in (first, second)] == [0, 0]
     assert [line.split(",")[0] for line in outbox(folder)] == \
         ["welcome email to ann@example.com"] * 2
+
+
+# ---------------------------------------------------------------- Exercise 7
+
+SEEDS = range(1, 51)
+
+# Runs the exercise's own command line for many seeds in one process, each
+# run with fresh module globals (runpy), and prints what each printed.
+MANY_SEEDS = """
+import contextlib, io, runpy, sys
+for seed in {seeds}:
+    for command in (["setup"], ["work", "--seed", str(seed)], ["report"]):
+        sys.argv = ["{file}", *command]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path("{file}", run_name="__main__")
+        print(f"=== seed {{seed}} {{command[0]}}")
+        print(printed.getvalue(), end="")
+"""
+
+
+def runs_by_seed(folder, file, seeds=SEEDS):
+    """{seed: (what `work` printed, what `report` printed)} for every seed."""
+    status, output = run_script(folder, MANY_SEEDS.format(seeds=list(seeds), file=file),
+                                timewarp=1000)
+    assert status == 0, output
+    parts = re.split(r"^=== seed (\d+) (\w+)\n", output, flags=re.M)[1:]
+    runs = {}
+    for seed, command, printed in zip(parts[::3], parts[1::3], parts[2::3]):
+        runs.setdefault(int(seed), {})[command] = printed
+    return {seed: (run["work"], run["report"]) for seed, run in runs.items()}
+
+
+def overcharge_cents(report):
+    paid, owed = re.search(r"alice paid \$([\d.]+) for orders worth \$([\d.]+)",
+                           report).groups()
+    return round((float(paid) - float(owed)) * 100)
+
+
+@exercise("ex07_retries.py")
+def test_ex07_alice_loses_ten_dollars_per_lost_reply_and_nothing_per_lost_request(folder):
+    """Across 50 seeds, what Alice pays beyond what she owes is $10 per
+    TimeoutError (a charge whose reply was lost); ConnectionErrors cost nothing."""
+    runs = runs_by_seed(folder, "ex07_retries.py")
+    assert sorted(runs) == list(SEEDS)
+    for seed, (work, report) in runs.items():
+        timeouts = work.count("TimeoutError")
+        assert overcharge_cents(report) == 1000 * timeouts, (seed, work, report)
+    # the lost requests really happened, often, and with no lost reply cost nothing
+    assert sum(work.count("ConnectionError") for work, _ in runs.values()) > 50
+    assert any(w.count("ConnectionError") and not w.count("TimeoutError")
+               and overcharge_cents(r) == 0 for w, r in runs.values())
+
+
+@exercise("ex07_retries.py")
+def test_ex07_without_lost_replies_every_balance_is_right(folder):
+    """The drill: with LOST_REPLY = 0, Alice pays exactly what she owes, whatever the seed."""
+    console.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
+    for seed, (work, report) in runs_by_seed(folder, "ex07_retries.py").items():
+        assert "TimeoutError" not in work and overcharge_cents(report) == 0, (seed, report)
+
+
+@exercise("ex07_retries.py")
+def test_ex07_with_two_attempts_jobs_die_with_their_last_error(folder):
+    """The drill: with MAX_ATTEMPTS = 2, some jobs end dead, each showing its last error."""
+    console.apply_edit(folder, "ex07_retries.py", "MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2")
+    runs = runs_by_seed(folder, "ex07_retries.py")
+    dead_runs = 0
+    for seed, (work, report) in runs.items():
+        died = re.findall(r"^job (\d+), attempt 2: .*(ConnectionError|TimeoutError): .*; "
+                          r"dead, giving up$", work, re.M)
+        shown = re.findall(r"^  job (\d+) is dead; its last error: (\w+):", report, re.M)
+        assert sorted(died) == sorted(shown), (seed, work, report)
+        assert f"{len(died)} dead" in report
+        dead_runs += bool(died)
+    assert dead_runs > 10
+
+
+@exercise("ex07_retries.py")
+def test_ex07_backoff_doubles_up_to_the_cap_with_jitter_below_it(folder):
+    """backoff(attempt, rng) is a random wait up to base * 2**(attempt-1), capped."""
+    status, output = run_script(folder, """
+import random
+from ex07_retries import backoff, BACKOFF_BASE, BACKOFF_CAP
+class Highest:                       # a stand-in rng that always draws the top
+    def uniform(self, low, high):
+        return high
+print(BACKOFF_BASE, BACKOFF_CAP, [backoff(n, Highest()) for n in range(1, 9)])
+rng = random.Random(7)
+waits = [backoff(3, rng) for _ in range(2000)]
+print(min(waits) >= 0, max(waits) <= BACKOFF_BASE * 4, len(set(waits)) > 1900)
+print(backoff(4, random.Random(1)) == backoff(4, random.Random(1)))
+""")
+    assert status == 0, output
+    assert output.splitlines() == [
+        "0.5 8.0 [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]", "True True True", "True"]
