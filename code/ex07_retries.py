@@ -5,7 +5,7 @@
 # line looks reasonable, and Alice still pays too much.
 #
 # Run it:   python3 ex07_retries.py setup
-#           python3 ex07_retries.py work --seed 3
+#           python3 ex07_retries.py work --seed 1
 #           python3 ex07_retries.py report
 
 import argparse

@@ -141,6 +141,11 @@ def apply_edit(folder, file_name, old, new):
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
+# Exercises commit to SQLite often, and on a disk most of a run's time is
+# spent waiting for fsync. Scratch folders go in memory where there is some.
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
 def link_python(bin_folder):
     # python3 is the interpreter running the tests. Called through a
     # symlink it does not see the virtualenv, just as the reader's doesn't.
@@ -383,7 +388,7 @@ class Session:
             raise TranscriptError(
                 f"{first.where()}: {exercise} is missing from {self.source_folder}")
         timewarp = read_timewarp(first)
-        self.temp = Path(tempfile.mkdtemp(prefix="transcript-"))
+        self.temp = Path(tempfile.mkdtemp(prefix="transcript-", dir=SCRATCH))
         self.folder = self.temp / "work"
         copy_sources(self.source_folder, self.folder)
         (self.temp / "bin").mkdir()

@@ -4,27 +4,32 @@ Each test names its exercise with a marker and runs the file from the source
 folder (code/, or the learner's WORK) in a fresh copy, with the time warp.
 """
 
+import ast
 import collections
 import re
 import sqlite3
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 import console
+import fences
 
 exercise = pytest.mark.exercise
 NEW_USERS = ["ann@example.com", "bob@example.com", "cat@example.com"]
 
 
 @pytest.fixture
-def folder(request, source_folder, tmp_path):
+def folder(request, source_folder):
     """A fresh copy of the source folder; fails if the test's exercise is missing."""
     name = request.node.get_closest_marker("exercise").args[0]
     if not (source_folder / name).is_file():
         pytest.fail(f"{name} is missing from {source_folder}")
-    console.copy_sources(source_folder, tmp_path / "work")
-    return tmp_path / "work"
+    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
+        console.copy_sources(source_folder, Path(scratch) / "work")
+        yield Path(scratch) / "work"
 
 
 def run_script(folder, script, **options):
@@ -344,7 +349,7 @@ SEEDS = range(1, 51)
 MANY_SEEDS = """
 import contextlib, io, runpy, sys
 for seed in {seeds}:
-    for command in (["setup"], ["work", "--seed", str(seed)], ["report"]):
+    for command in (["setup"], ["work", "--seed", str(seed), *{extra}], ["report"]):
         sys.argv = ["{file}", *command]
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
@@ -354,10 +359,16 @@ for seed in {seeds}:
 """
 
 
-def runs_by_seed(folder, file, seeds=SEEDS):
-    """{seed: (what `work` printed, what `report` printed)} for every seed."""
-    status, output = run_script(folder, MANY_SEEDS.format(seeds=list(seeds), file=file),
-                                timewarp=1000)
+def runs_by_seed(folder, file, seeds=SEEDS, extra=()):
+    """{seed: (what `work` printed, what `report` printed)} for every seed.
+
+    extra: more options for `work`, such as ["--bad-key"]."""
+    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
+        copy = Path(scratch) / "work"
+        console.copy_sources(folder, copy)
+        status, output = run_script(copy, MANY_SEEDS.format(seeds=list(seeds), file=file,
+                                                            extra=list(extra)),
+                                    timewarp=1000)
     assert status == 0, output
     parts = re.split(r"^=== seed (\d+) (\w+)\n", output, flags=re.M)[1:]
     runs = {}
@@ -400,7 +411,7 @@ def test_ex07_with_two_attempts_jobs_die_with_their_last_error(folder):
     """The drill: with MAX_ATTEMPTS = 2, some jobs end dead, each showing its last error."""
     console.apply_edit(folder, "ex07_retries.py", "MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2")
     runs = runs_by_seed(folder, "ex07_retries.py")
-    dead_runs = 0
+    dead_runs = charged_and_dead = 0
     for seed, (work, report) in runs.items():
         died = re.findall(r"^job (\d+), attempt 2: .*(ConnectionError|TimeoutError): .*; "
                           r"dead, giving up$", work, re.M)
@@ -408,7 +419,10 @@ def test_ex07_with_two_attempts_jobs_die_with_their_last_error(folder):
         assert sorted(died) == sorted(shown), (seed, work, report)
         assert f"{len(died)} dead" in report
         dead_runs += bool(died)
+        charged_and_dead += any(error == "TimeoutError" for _, error in died)
     assert dead_runs > 10
+    # the Break It asks the reader to find a dead job that was charged: there is one
+    assert charged_and_dead > 0
 
 
 @exercise("ex07_retries.py")
@@ -429,3 +443,261 @@ print(backoff(4, random.Random(1)) == backoff(4, random.Random(1)))
     assert status == 0, output
     assert output.splitlines() == [
         "0.5 8.0 [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]", "True True True", "True"]
+
+
+# ---------------------------------------------------------------- Exercise 8
+
+EX08_NEEDS_EX07 = ("ex08_idempotency.py is built by editing a copy of ex07_retries.py, "
+                   "and this claim compares the two: ex07_retries.py is missing from {}")
+
+
+def needs_ex07(source_folder):
+    if not (source_folder / "ex07_retries.py").is_file():
+        pytest.fail(EX08_NEEDS_EX07.format(source_folder))
+
+
+def bank_lines(work):
+    return re.findall(r"^  bank: .*$", work, re.M)
+
+
+def without_bank_lines(work):
+    return [line for line in work.splitlines() if not line.startswith("  bank: ")]
+
+
+def reached_the_bank(outcome):
+    """A request that got there ended done or lost its reply; a lost request
+    never got there."""
+    return outcome == "done" or outcome.startswith("TimeoutError")
+
+
+@exercise("ex08_idempotency.py")
+def test_ex08_a_stable_key_charges_each_order_once_however_often_it_is_sent(folder):
+    """Across 50 seeds, with the order's key, the bank charges an order the first
+    time its request arrives and answers "seen before" every later time, so
+    Alice pays $10 per order that reached the bank: exactly what she owes,
+    except for a dead job the bank did charge before the worker gave up."""
+    runs = runs_by_seed(folder, "ex08_idempotency.py")
+    assert sorted(runs) == list(SEEDS)
+    refusals = exact_seeds = 0
+    for seed, (work, report) in runs.items():
+        charged = set()          # the jobs whose request reached the bank once
+        refused = None           # the order the bank just refused, if any
+        for line in work.splitlines():
+            bank = re.fullmatch(r"  bank: charge-for-order-(\d+) seen before; no new charge",
+                                line)
+            job = re.fullmatch(r"job (\d+), attempt \d+: charge \$10\.00: (.*)", line)
+            assert bank or job, (seed, line, work)
+            if bank:
+                assert refused is None, (seed, work)
+                refused = int(bank[1])
+                continue
+            job_id, outcome = int(job[1]), job[2]
+            # setup makes job N the charge for order N
+            repeat = reached_the_bank(outcome) and job_id in charged
+            assert refused == (job_id if repeat else None), (seed, line, work)
+            if reached_the_bank(outcome):
+                charged.add(job_id)
+            refused = None
+        assert refused is None, (seed, work)
+        refusals += len(bank_lines(work))
+        paid = re.search(r"alice paid \$([\d.]+)", report)[1]
+        assert round(float(paid) * 100) == 1000 * len(charged), (seed, work, report)
+        dead = {int(n) for n in re.findall(r"^  job (\d+) is dead", report, re.M)}
+        assert overcharge_cents(report) == 1000 * len(dead & charged), (seed, work, report)
+        if not dead:
+            assert "too much" not in report, (seed, report)
+            exact_seeds += 1
+    assert refusals > 50 and exact_seeds > 25, (refusals, exact_seeds)
+
+
+@exercise("ex08_idempotency.py")
+def test_ex08_a_fresh_key_per_attempt_overcharges_like_ex07(folder):
+    """Break It: with --bad-key, across 50 seeds, Alice pays $10 too much per
+    TimeoutError, as in Exercise 7, and the bank never sees a key twice."""
+    runs = runs_by_seed(folder, "ex08_idempotency.py", extra=["--bad-key"])
+    assert sorted(runs) == list(SEEDS)
+    for seed, (work, report) in runs.items():
+        assert bank_lines(work) == [], (seed, work)
+        assert overcharge_cents(report) == 1000 * work.count("TimeoutError"), (seed, work, report)
+    assert sum(overcharge_cents(report) > 0 for _, report in runs.values()) > 25
+
+
+@exercise("ex08_idempotency.py")
+def test_ex08_the_same_seed_loses_the_same_requests_and_replies_as_ex07(folder, source_folder):
+    """For every seed from 1 to 50, the worker's log of Exercise 8 is line for
+    line the log of Exercise 7; only the bank's "seen before" lines are new."""
+    needs_ex07(source_folder)
+    ex07 = runs_by_seed(folder, "ex07_retries.py")
+    ex08 = runs_by_seed(folder, "ex08_idempotency.py")
+    assert sorted(ex07) == sorted(ex08) == list(SEEDS)
+    for seed in SEEDS:
+        assert without_bank_lines(ex08[seed][0]) == ex07[seed][0].splitlines(), seed
+        assert all(re.fullmatch(r"  bank: \S+ seen before; no new charge", line)
+                   for line in bank_lines(ex08[seed][0])), seed
+
+
+def statement_name(node):
+    """What a top-level statement is called: `import uuid`, DATABASE, main, ..."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return "import " + ", ".join(alias.name for alias in node.names)
+    if isinstance(node, ast.Assign):
+        return ", ".join(ast.unparse(target) for target in node.targets)
+    return getattr(node, "name", None) or ast.unparse(node).splitlines()[0]
+
+
+def top_level(path):
+    """[(name, its whole lines)] for each top-level statement, and every line
+    after the first statement that is in none (comments and blank lines)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    body = ast.parse("\n".join(lines)).body
+    statements, covered = [], set()
+    for node in body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        statements.append((statement_name(node), lines[first - 1:node.end_lineno]))
+        covered.update(range(first - 1, node.end_lineno))
+    start = min(covered)
+    between = [line for number, line in enumerate(lines)
+               if number >= start and number not in covered]
+    return statements, between
+
+
+# What Exercise 8 changes in a copy of Exercise 7, and so what the guide shows.
+EX08_CHANGES = {"import uuid", "DATABASE", "BAD_KEY", "SCHEMA", "bank_charge", "charge_card",
+                "setup", "main"}
+
+
+def test_chapter_8_shows_exactly_the_parts_ex08_changes():
+    """Chapter 8 includes every changed part of ex08 by pyobject=, and nothing
+    else of it (its prose asks for `import uuid`, which has no listing)."""
+    shown = {block.attributes.get("pyobject")
+             for block in fences.read_guide(console.ROOT / "guide.md")
+             if block.attributes.get("include") == "code/ex08_idempotency.py"}
+    assert shown == EX08_CHANGES - {"import uuid"}
+
+
+@exercise("ex08_idempotency.py")
+def test_ex08_differs_from_ex07_only_in_the_parts_the_guide_shows(folder, source_folder):
+    """Apart from its opening comment, ex08 is ex07 with these top-level
+    statements added or changed, each whole line counted, comments included:
+    import uuid, DATABASE, BAD_KEY, SCHEMA, bank_charge, charge_card, setup and
+    main. Every other statement, and every line between statements, is the same."""
+    needs_ex07(source_folder)
+    old, old_between = top_level(folder / "ex07_retries.py")
+    new, new_between = top_level(folder / "ex08_idempotency.py")
+    old_names, new_names = [name for name, _ in old], [name for name, _ in new]
+    assert len(set(new_names)) == len(new_names), new_names
+    changed = {name for name in set(old_names) | set(new_names)
+               if dict(old).get(name) != dict(new).get(name)}
+    assert changed == EX08_CHANGES, (
+        f"differ from ex07 but not listed: {sorted(changed - EX08_CHANGES)}; "
+        f"listed but the same: {sorted(EX08_CHANGES - changed)}")
+    assert [name for name in new_names if name in old_names] == old_names, "order changed"
+    assert new_between == old_between, "a comment or blank line between statements changed"
+
+
+# Two processes send the same key at the same moment. The bank's connection
+# is wrapped so that each lookup is followed by a pause, which holds open the
+# gap between looking the key up and charging. MODE rewrites the bank's
+# transaction: as written, a plain BEGIN, or none at all.
+BANK_REQUEST = """
+import pathlib, sys, time
+import ex08_idempotency as ex
+name, mode = sys.argv[1:]
+ex.BANK_SECONDS = 0
+ex.LOST_REQUEST = ex.LOST_REPLY = 0          # every request arrives and is answered
+REWRITE = {"immediate": {}, "deferred": {"BEGIN IMMEDIATE": "BEGIN"},
+           "none": {"BEGIN IMMEDIATE": None, "COMMIT": None}}[mode]
+
+class Found:
+    def __init__(self, row):
+        self.row = row
+    def fetchone(self):
+        return self.row
+
+class SlowLookups:
+    def __init__(self, db):
+        self.db = db
+    def execute(self, sql, *args):
+        sql = REWRITE.get(sql, sql)
+        if sql is None:
+            return None
+        result = self.db.execute(sql, *args)
+        if sql.lstrip().startswith("SELECT"):
+            row = result.fetchone()
+            print(name, "found", "nothing" if row is None else "the key", flush=True)
+            time.sleep(0.3)
+            return Found(row)
+        return result
+
+db = SlowLookups(ex.connect())
+pathlib.Path("ready-" + name).touch()
+while not pathlib.Path("go").exists():
+    time.sleep(0.002)
+try:
+    print(name, ex.bank_charge(db, "alice", 1000, "charge-for-order-1"))
+except Exception as error:
+    print(name, type(error).__name__ + ":", error)
+"""
+
+BANK_RACE = """
+import contextlib, io, pathlib, re, subprocess, sys, time
+import ex08_idempotency as ex
+for mode in ["immediate", "deferred", "none"]:
+    for old in pathlib.Path().glob("ready-*"):
+        old.unlink()
+    pathlib.Path("go").unlink(missing_ok=True)
+    with contextlib.redirect_stdout(io.StringIO()):
+        ex.setup(ex.connect())
+    requests = [subprocess.Popen([sys.executable, "request.py", name, mode],
+                                 stdout=subprocess.PIPE, text=True) for name in "ab"]
+    while not all(pathlib.Path("ready-" + name).exists() for name in "ab"):
+        time.sleep(0.002)
+    pathlib.Path("go").touch()
+    printed = sorted(line for r in requests for line in r.communicate()[0].splitlines())
+    (balance,) = ex.connect().execute("SELECT balance_cents FROM accounts").fetchone()
+    print(f"=== {mode} {balance}")
+    for line in printed:
+        print(re.sub("^[ab] ", "? ", line))            # either may win
+"""
+
+
+@exercise("ex08_idempotency.py")
+def test_ex08_the_bank_charges_once_when_one_key_arrives_twice_at_once(folder):
+    """Two requests with one key at the same moment, in two processes: the bank
+    charges once and answers the second "seen before". With a plain BEGIN both
+    lookups find nothing and one request fails (database is locked); with no
+    transaction both lookups find nothing and Alice is charged twice."""
+    (folder / "request.py").write_text(BANK_REQUEST)
+    status, output = run_script(folder, BANK_RACE, timewarp=1)
+    assert status == 0, output
+    runs = {}
+    for part in re.split(r"^=== ", output, flags=re.M)[1:]:
+        head, *lines = part.splitlines()
+        mode, balance = head.split()
+        runs[mode] = (int(balance), sorted(lines))
+    assert runs["immediate"] == (9000, sorted([
+        "? found nothing", "? approved",
+        "? found the key", "  bank: charge-for-order-1 seen before; no new charge",
+        "? approved"])), output
+    # the controls: the pause does open a gap, and only the transaction closes it
+    assert runs["deferred"] == (9000, sorted([
+        "? found nothing", "? approved",
+        "? found nothing", "? OperationalError: database is locked"])), output
+    assert runs["none"] == (8000, sorted([
+        "? found nothing", "? approved",
+        "? found nothing",
+        "? IntegrityError: UNIQUE constraint failed: bank_requests.idempotency_key"])), output
+
+
+@exercise("ex08_idempotency.py")
+def test_ex08_most_seeds_balance_and_seed_13_charges_a_dead_job(folder):
+    """The drill: most seeds balance exactly; seed 13 leaves Alice $10 over,
+    for job 5, which died after a lost reply: no order was charged twice."""
+    runs = runs_by_seed(folder, "ex08_idempotency.py")
+    assert sum(overcharge_cents(report) == 0 for _, report in runs.values()) > 25
+    work, report = runs[13]
+    assert overcharge_cents(report) == 1000 and "job 5 is dead" in report
+    job5 = [line.split(": ", 2)[2] for line in work.splitlines() if line.startswith("job 5,")]
+    assert [line.split(":")[0] for line in job5] == [
+        "ConnectionError", "ConnectionError", "TimeoutError", "ConnectionError",
+        "ConnectionError"]

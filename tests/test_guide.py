@@ -73,10 +73,11 @@ def test_the_guide_includes_every_exercise():
 def test_find_object(tmp_path):
     path = tmp_path / "q.py"
     path.write_text("class Queue:\n    @staticmethod\n    def claim():\n        pass\n\n"
-                    "def work():\n    return 1\n")
+                    "def work():\n    return 1\n\nSCHEMA = \"\"\"\nCREATE\n\"\"\"\n")
     assert markup.find_object(path, "Queue", 1) == (1, 4)
     assert markup.find_object(path, "Queue.claim", 1) == (2, 4)
     assert markup.find_object(path, "work", 1) == (6, 7)
+    assert markup.find_object(path, "SCHEMA", 1) == (9, 11)
     with pytest.raises(markup.GuideError, match="guide.md:9: pyobject 'Queue.work' not found"):
         markup.find_object(path, "Queue.work", 9)
 

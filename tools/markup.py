@@ -135,15 +135,22 @@ def include(block, root):
     return "\n".join(source[first - 1:last]), first
 
 
+def defines(node):
+    """The name a top-level statement defines: a function, a class, or `NAME = ...`."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return getattr(node.targets[0], "id", None)
+    return getattr(node, "name", None)
+
+
 def find_object(path, dotted, line):
-    """First and last line of a function, class or Class.method in a file."""
+    """First and last line of a function, class, Class.method or assignment."""
     try:
         scope = ast.parse(path.read_text(encoding="utf-8"), str(path)).body
     except SyntaxError as error:
         raise GuideError(line, f"cannot parse {path.name}: {error}") from None
     node = None
     for name in dotted.split("."):
-        node = next((n for n in scope if getattr(n, "name", None) == name), None)
+        node = next((n for n in scope if defines(n) == name), None)
         if node is None:
             raise GuideError(line, f"pyobject {dotted!r} not found in {path.name}")
         scope = getattr(node, "body", [])
