@@ -326,17 +326,25 @@ def test_ex06_after_a_crash_a_healthy_worker_finishes_the_job(terminals, folder,
 
 
 @exercise("ex06_leases.py")
-def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(terminals, folder):
+def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(folder):
     """Two healthy workers, a 1 s lease, 2 s of work: two emails, no crash."""
     ex06 = "ex06_leases.py"
-    terminals.run(f"python3 {ex06} enqueue ann@example.com")
-    first = terminals.start(f"python3 {ex06} work --lease 1")
-    terminals.wait_for(first, "claimed job 1 (attempt 1)")
-    second = terminals.start(f"python3 {ex06} work --lease 1")
-    terminals.wait_for(second, "claimed job 1 (attempt 2)")
-    for worker in (first, second):
-        terminals.wait_for(worker, "no jobs left")
-    printed = [terminals.stop(worker) for worker in (first, second)]
+    # Both workers wait before the job exists, so neither's start-up time
+    # matters: one claims it at once, the other when the lease runs out, a
+    # whole second (0.2 s at this warp) before the first is done.
+    terminals = Terminals(folder, timewarp=5)
+    try:
+        first, second = [terminals.start(f"python3 {ex06} work --lease 1") for _ in range(2)]
+        for worker in (first, second):
+            terminals.wait_for(worker, "waiting for jobs")
+        terminals.run(f"python3 {ex06} enqueue ann@example.com")
+        for worker in (first, second):
+            terminals.wait_for(worker, "no jobs left")
+        printed = [terminals.stop(worker) for worker in (first, second)]
+    finally:
+        terminals.close()
+    assert sorted(re.findall(r"claimed job 1 \(attempt \d\)", "".join(printed))) == \
+        ["claimed job 1 (attempt 1)", "claimed job 1 (attempt 2)"]
     assert not any("crashing" in output for output in printed)
     assert [worker.popen.returncode for worker in (first, second)] == [0, 0]
     assert [line.split(",")[0] for line in outbox(folder)] == \

@@ -169,10 +169,11 @@ class Queue:
         fencing token (Kleppmann's term): a worker whose lease ran out holds
         an old one, so its late write changes no row and it learns it lost."""
         changed = self.db.execute("""
-            UPDATE jobs SET status = ?, last_error = coalesce(?, last_error),
-                            run_at = coalesce(?, run_at)
-            WHERE id = ? AND locked_by = ? AND status = 'running'
-        """, (status, error, run_at, job.id, job.token)).rowcount
+            UPDATE jobs SET status = :status, last_error = coalesce(:error, last_error),
+                            run_at = coalesce(:run_at, run_at)
+            WHERE id = :id AND locked_by = :token AND status = 'running'
+        """, {"status": status, "error": error, "run_at": run_at,
+              "id": job.id, "token": job.token}).rowcount
         if changed == 0:
             raise LeaseLost(f"job {job.id}: another worker holds it now")
 

@@ -1,0 +1,82 @@
+# world.py: the outside world of the capstone, in its own SQLite file. A
+# mail provider and a bank, each with an idempotency-key store, behind a bad
+# network: 15% of requests never arrive, and 15% arrive, take effect, and
+# lose their reply on the way back. The shop cannot see which happened.
+#
+# Break It:  TINYQ_NO_KEYS=1 python3 chaos.py     (every key becomes a random one)
+
+import contextlib
+import os
+import random
+import sqlite3
+import uuid
+
+LOST_REQUEST = 0.15              # the request never arrives: nothing happens
+LOST_REPLY = 0.15                # it happens, but the answer never comes back
+NO_KEYS = os.environ.get("TINYQ_NO_KEYS") == "1"
+
+# Each table is a service's record of what it did. A second request with a
+# key it has seen does nothing new: it counts a repeat and answers with the
+# first one's id.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS emails (
+    id       INTEGER PRIMARY KEY,
+    key      TEXT NOT NULL UNIQUE,
+    address  TEXT NOT NULL,
+    text     TEXT NOT NULL,
+    repeats  INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS charges (
+    id        INTEGER PRIMARY KEY,
+    key       TEXT NOT NULL UNIQUE,
+    customer  INTEGER NOT NULL,
+    cents     INTEGER NOT NULL,
+    repeats   INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+class World:
+    def __init__(self, path, rng=None):
+        self.rng = random.Random() if rng is None else rng
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=10.0)
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.executescript(SCHEMA)
+
+    def close(self):
+        self.db.close()
+
+    def send_email(self, address, text, key):
+        """The mail provider. Returns the message's id."""
+        with self.network("mail provider"):
+            (message_id,) = self.db.execute("""
+                INSERT INTO emails (key, address, text) VALUES (?, ?, ?)
+                ON CONFLICT (key) DO UPDATE SET repeats = repeats + 1
+                RETURNING id
+            """, (self.keep(key), address, text)).fetchone()
+        return message_id
+
+    def charge(self, customer, cents, key):
+        """The bank. Returns the charge's id."""
+        with self.network("bank"):
+            (charge_id,) = self.db.execute("""
+                INSERT INTO charges (key, customer, cents) VALUES (?, ?, ?)
+                ON CONFLICT (key) DO UPDATE SET repeats = repeats + 1
+                RETURNING id
+            """, (self.keep(key), customer, cents)).fetchone()
+        return charge_id
+
+    def keep(self, key):
+        """The key as it reaches the service, or, with TINYQ_NO_KEYS=1, a new
+        random one on every call: the mistake of Chapter 8."""
+        return f"random-{uuid.uuid4()}" if NO_KEYS else key
+
+    @contextlib.contextmanager
+    def network(self, service):
+        """Around each request: it may be lost on the way there, or its
+        reply may be lost on the way back, after the service acted."""
+        if self.rng.random() < LOST_REQUEST:
+            raise ConnectionError(f"{service}: the request never arrived")
+        yield
+        if self.rng.random() < LOST_REPLY:
+            raise TimeoutError(f"{service}: the reply never came back")

@@ -1,0 +1,278 @@
+"""The capstone under fire: chaos.py's audit for many seeds, its Break It, its
+Study Drills (each applied to a copy), and its time bound.
+
+Every run gets its own copy of the source folder and its own virtual clock, so
+several run side by side; they spend most of their time waiting for leases.
+"""
+
+import collections
+import concurrent.futures
+import random
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import console
+
+capstone = pytest.mark.exercise("capstone/chaos.py")
+SEEDS = range(1, 21)
+TIMEWARP = 10                    # a 0.5 s lease is 50 ms; a job takes a few
+SIDE_BY_SIDE = 4
+
+POINTS_IN_THE_TRANSACTION = """\
+        with job.complete() as db:
+            db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
+                       (POINTS, job.args["customer"]))
+            maybe_crash("inside the transaction, before the commit")
+"""
+
+
+@pytest.fixture
+def folder(source_folder):
+    """A copy of the source folder to edit; each run copies it again."""
+    if not (source_folder / "capstone" / "chaos.py").is_file():
+        pytest.fail(f"capstone/chaos.py is missing from {source_folder}")
+    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
+        console.copy_sources(source_folder, Path(scratch) / "work")
+        yield Path(scratch) / "work"
+
+
+def run_chaos(folder, options, env=""):
+    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
+        copy = Path(scratch) / "work"
+        console.copy_sources(folder, copy)
+        return console.run(f"{env} python3 chaos.py {options}", copy / "capstone",
+                           timewarp=TIMEWARP, clock=console.new_clock(Path(scratch) / "clock"))
+
+
+def chaos_by_seed(folder, options="", env="", seeds=SEEDS):
+    """{seed: (exit status, output)} of `chaos.py --seed N OPTIONS` for each seed."""
+    with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+        runs = pool.map(lambda seed: run_chaos(folder, f"--seed {seed} {options}", env), seeds)
+        return dict(zip(seeds, runs))
+
+
+def problems(output):
+    """The audit's lines after AUDIT FAILED."""
+    return re.findall(r"^  (.*)$", output, re.M)
+
+
+@capstone
+@pytest.mark.parametrize("chaos", ["0.1", "0.3"])
+def test_the_audit_passes_under_chaos(folder, chaos):
+    """Crashes at every crash point, lost requests and lost replies: for 20
+    seeds, everyone gets one email, pays $5 and holds 10 points."""
+    runs = chaos_by_seed(folder, f"--chaos {chaos}")
+    failed = {seed: output for seed, (status, output) in runs.items()
+              if status != 0 or "AUDIT PASSED: 20 customers" not in output}
+    assert not failed, failed
+    crashes = [int(re.search(r"worker crashes: (\d+)", output)[1]) for _, output in runs.values()]
+    assert min(crashes) > 0, crashes                 # the monkey did bite, every time
+    absorbed = re.findall(r"absorbed by keys: (\d+) emails, (\d+) charges",
+                          "".join(output for _, output in runs.values()))
+    assert all(int(emails) + int(charges) > 0 for emails, charges in absorbed)
+
+
+@capstone
+def test_without_keys_emails_and_charges_repeat_but_points_never_do(folder):
+    """Break It: TINYQ_NO_KEYS=1 fails the audit for most seeds, on emails or
+    charges, and never on points: they never relied on keys."""
+    runs = chaos_by_seed(folder, env="TINYQ_NO_KEYS=1")
+    failed = [seed for seed, (status, output) in runs.items() if status == 1]
+    assert len(failed) >= 15, runs
+    for seed, (status, output) in runs.items():
+        assert status in (0, 1) and "absorbed by keys: 0 emails, 0 charges" in output, output
+        for problem in problems(output):
+            assert re.fullmatch(r"customer\d+@example.com (got \d+ welcome emails|paid \$[\d.]+)",
+                                problem), (seed, output)
+
+
+@capstone
+def test_the_same_seed_replays_the_same_run(folder):
+    """--seed replays a run: the same crashes, retries and absorbed duplicates,
+    whichever worker took which job."""
+    first, second = (run_chaos(folder, "--seed 7 --chaos 0.3") for _ in range(2))
+    def story(output):
+        return re.findall(r"^(?:worker crashes|jobs|duplicates).*$", output[1], re.M)
+    assert story(first) == story(second) and len(story(first)) == 3, (first, second)
+
+
+@capstone
+def test_a_crash_point_after_the_transaction_changes_nothing(folder):
+    """Study Drill: moving the in-transaction crash point after the block
+    still passes: by then the points and the job's done are committed."""
+    console.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
+        with job.complete() as db:
+            db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
+                       (POINTS, job.args["customer"]))
+        maybe_crash("after the commit")
+""")
+    for seed, (status, output) in chaos_by_seed(folder, "--chaos 0.3", seeds=range(1, 9)).items():
+        assert status == 0 and "AUDIT PASSED" in output, (seed, output)
+
+
+@capstone
+def test_points_outside_complete_fail_the_points_audit(folder):
+    """Study Drill: points written on their own, then the ack, with a crash
+    point between: a retry awards them again, and only points go wrong."""
+    console.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
+        queue.db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
+                         (POINTS, job.args["customer"]))
+        maybe_crash("after the points, before the ack")
+""")
+    runs = chaos_by_seed(folder, seeds=range(1, 9))
+    wrong = [seed for seed, (status, output) in runs.items() if status == 1]
+    assert wrong, runs
+    for seed, (status, output) in runs.items():
+        for problem in problems(output):
+            assert re.fullmatch(r"customer\d+@example.com holds \d+ points", problem), output
+
+
+def loosen_the_guard(folder):
+    console.apply_edit(folder, "capstone/tinyq.py",
+                       "WHERE id = :id AND locked_by = :token AND status = 'running'",
+                       "WHERE id = :id")
+
+
+def stall_inside_a_tiny_lease(folder):
+    """A lease of 1 ms, and a points handler that stalls for 10 ms before its
+    transaction, as a worker does in a garbage-collection pause."""
+    console.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 0.001")
+    console.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
+    console.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
+                       'maybe_crash("before the points")\n        time.sleep(0.01)\n')
+
+
+@capstone
+def test_a_stalled_worker_without_the_guard_gets_points_wrong(folder):
+    """Study Drill: finish() without its token and status check, and a worker
+    that outlives its lease: another worker takes the job, both complete it,
+    and points double."""
+    loosen_the_guard(folder)
+    stall_inside_a_tiny_lease(folder)
+    for seed, (status, output) in chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4)).items():
+        assert status == 1 and re.search(r"holds [2-9]\d points", output), (seed, output)
+
+
+@capstone
+def test_a_stalled_worker_with_the_guard_keeps_points_right(folder):
+    """The same stalls with the guard in place: the late worker's complete()
+    raises LeaseLost and rolls back, and the audit passes."""
+    stall_inside_a_tiny_lease(folder)
+    for seed, (status, output) in chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4)).items():
+        assert status == 0 and "AUDIT PASSED" in output, (seed, output)
+
+
+@capstone
+def test_a_stuck_run_ends_with_exit_status_2(folder):
+    """With leases that never run out, a crashed worker's job is stuck for
+    good: the time limit ends the run with a message, and no verdict."""
+    console.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 1e9")
+    console.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
+                       "TIME_LIMIT_SECONDS = 1")
+    status, output = run_chaos(folder, "--seed 1 --chaos 0.3")
+    assert status == 2, output
+    assert "stuck: jobs still unfinished after 1 s" in output and "AUDIT" not in output, output
+
+
+# ---------------------------------------------------------------- the queue alone
+
+# A worker for the queue check: it writes down every job it runs, in a log
+# opened for appending (one short write per line, so lines never mix), then
+# acknowledges. A SIGKILL can land anywhere, between the two included.
+CHECKED_WORKER = """
+import os, sys, time
+sys.path.insert(0, "capstone")
+import tinyq
+
+queue = tinyq.Queue("queue.db", lease=0.2, max_attempts=1000)
+log = os.open("deliveries.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+
+@queue.handler("noop")
+def noop(job):
+    os.write(log, b"%d\\n" % job.args["value"])
+
+while True:
+    try:
+        if queue.work_one():
+            continue
+    except tinyq.LeaseLost:
+        continue
+    counts = queue.counts()
+    if counts["queued"] + counts["running"] == 0:
+        break
+    time.sleep(0.01)
+"""
+
+FILL = """
+import sys
+sys.path.insert(0, "capstone")
+import tinyq
+
+queue = tinyq.Queue("queue.db", lease=0.2, max_attempts=1000)
+with queue.transaction():
+    for value in range({jobs}):
+        queue.enqueue("noop", {{"value": value}})
+"""
+
+
+def kill_workers_until_drained(folder, workers, rng, time_limit=120):
+    """Run the workers, SIGKILL a random one every 5-50 ms and start it
+    again, until every worker has found the queue drained. Returns the kills."""
+    def start():
+        return subprocess.Popen([sys.executable, "worker.py"], cwd=folder)
+
+    running = [start() for _ in range(workers)]
+    kills = 0
+    deadline = time.monotonic() + time_limit
+    try:
+        while any(worker.poll() is None for worker in running):
+            assert time.monotonic() < deadline, "the workers did not drain the queue"
+            time.sleep(rng.uniform(0.005, 0.05))
+            victim = rng.randrange(workers)
+            if running[victim].poll() is None:
+                running[victim].kill()
+                running[victim].wait()
+                kills += 1
+                running[victim] = start()
+            failed = [worker.returncode for worker in running if worker.poll() not in (None, 0)]
+            assert not failed, f"a worker failed: exit status {failed}"
+    finally:
+        for worker in running:
+            worker.kill()
+            worker.wait()
+    return kills
+
+
+@capstone
+def test_killed_workers_lose_no_job(folder, capsys):
+    """In the style of Jepsen's queue checker: 10,000 no-op jobs, 4 workers
+    killed with SIGKILL at random and restarted. Every job enqueued is run at
+    least once (none lost), nothing runs that was not enqueued, and every job
+    ends done. Jobs run twice (a kill between the work and the ack) are
+    counted and reported: at-least-once delivery allows them."""
+    jobs = 10_000
+    (folder / "fill.py").write_text(FILL.format(jobs=jobs))
+    (folder / "worker.py").write_text(CHECKED_WORKER)
+    subprocess.run([sys.executable, "fill.py"], cwd=folder, check=True)
+    kills = kill_workers_until_drained(folder, 4, random.Random(1))
+
+    runs = collections.Counter(int(line) for line in
+                               (folder / "deliveries.log").read_text().splitlines())
+    lost = set(range(jobs)) - set(runs)
+    unexpected = set(runs) - set(range(jobs))
+    duplicates = sum(count - 1 for count in runs.values())
+    db = sqlite3.connect(folder / "queue.db")
+    statuses = dict(db.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
+    db.close()
+    with capsys.disabled():
+        print(f"\nqueue check: {jobs} jobs, {kills} workers killed, {len(lost)} lost, "
+              f"{len(unexpected)} unexpected, {duplicates} run twice or more")
+    assert (len(lost), len(unexpected), statuses) == (0, 0, {"done": jobs})
+    assert kills >= 10 and duplicates > 0   # the kills were real, and some hit mid-job
