@@ -39,12 +39,17 @@ COMMAND_TIMEOUT = 60          # real seconds for one command started by run()
 SYNC_TIMEOUT = 30             # real seconds a transcript waits for output, or for an exit
 EXIT_GRACE = 3                # real seconds a command that went wrong gets to finish
 # each one is documented in CONTRIBUTING.md
-KNOWN_ATTRIBUTES = {"edit", "session", "terminal", "timewarp"}
+KNOWN_ATTRIBUTES = {"edit", "session", "terminal", "timewarp", "timings"}
 INTERRUPT = "^C"              # how a terminal shows Ctrl-C
 SESSIONS = "console sessions" # key of the running sessions in a Sybil namespace
 
-# A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that exercise.
-EXERCISE = re.compile(r"\bex\d\d_\w+")
+# `$ cd capstone`: the terminal's later commands run in that folder.
+CHANGE_FOLDER = re.compile(r"cd (?P<folder>[\w.-]+)")
+
+# A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
+# exercise; one that runs chaos.py, to the capstone, named by its main file.
+EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)")
+CAPSTONE = "capstone/chaos.py"
 
 # Files that running the exercises leaves behind: a transcript starts without them.
 LEFTOVERS = shutil.ignore_patterns(
@@ -74,6 +79,7 @@ class Command:
     at: str = ""                 # "guide.md:LINE"
     label: str = ""              # "`$ TEXT`", and which one it is, for messages
     terminal: str = "1"
+    timings_vary: bool = False   # any time it prints matches (timings="vary")
     process: "Process" = None
 
     @property
@@ -95,12 +101,14 @@ def exercise_of(block):
         for line in each.source.splitlines():
             match = EXERCISE.search(line) if line.startswith("$ ") else None
             if match:
-                return match.group() + ".py"
+                return CAPSTONE if match.group() == "chaos" else match.group() + ".py"
     return None
 
 
 def exercises_in(blocks):
-    return sorted({exercise_of(b) for b in blocks if "console" in b.classes} - {None})
+    """The exercises that blocks name, in the course's order: the capstone last."""
+    names = {exercise_of(b) for b in blocks if "console" in b.classes} - {None}
+    return sorted(names, key=lambda name: (name == CAPSTONE, name))
 
 
 def read_edit(block):
@@ -111,6 +119,14 @@ def read_edit(block):
     if not (colon and arrow and file_name.strip() and old):
         raise TranscriptError(f'{block.where()}: edit="{spec}" is not of the form FILE: OLD => NEW')
     return file_name.strip(), old, new
+
+
+def read_timings(block):
+    """True when the block says its timings vary: timings="vary"."""
+    value = block.attributes.get("timings")
+    if value not in (None, "vary"):
+        raise TranscriptError(f'{block.where()}: timings="{value}" should be timings="vary"')
+    return value == "vary"
 
 
 def read_timewarp(block):
@@ -279,9 +295,11 @@ def in_seconds(match):
     return value / 1000 if match["unit"] == "ms" else value
 
 
-def close_timing(want, got):
+def close_timing(want, got, vary=False):
     if want["unit"] != got["unit"]:
         return False
+    if vary:
+        return True
     tolerance = max(0.1 * in_seconds(want), 0.05)
     return abs(in_seconds(got) - in_seconds(want)) <= tolerance + 1e-9
 
@@ -298,21 +316,23 @@ def same_processes(expected, actual):
             for m in PID.finditer(actual) if m["number"] in standing_for]
 
 
-def close_timings(expected, actual):
-    """Pair timings in order, when both texts hold as many; keep the close ones."""
+def close_timings(expected, actual, vary=False):
+    """Pair timings in order, when both texts hold as many; keep the close
+    ones, or with vary, all of them."""
     wanted, got = list(TIMING.finditer(expected)), list(TIMING.finditer(actual))
     if len(wanted) != len(got):
         return []
     return [(g.start("number"), g.end("number"), w["number"])
-            for w, g in zip(wanted, got) if close_timing(w, g)]
+            for w, g in zip(wanted, got) if close_timing(w, g, vary)]
 
 
-def normalise(expected, actual):
-    """Give the actual output the expected's pids, and its timings where close.
+def normalise(expected, actual, timings_vary=False):
+    """Give the actual output the expected's pids, and its timings where close
+    (or all its timings, when they vary).
 
     Only the numbers change, so a different unit or spacing still shows.
     """
-    changes = close_timings(expected, actual) + same_processes(expected, actual)
+    changes = close_timings(expected, actual, timings_vary) + same_processes(expected, actual)
     for start, end, number in sorted(changes, reverse=True):
         actual = actual[:start] + number + actual[end:]
     return actual
@@ -335,24 +355,24 @@ def output_matches(expected_lines, actual_lines):
     return CHECKER.check_output(want, got, FLAGS)
 
 
-def compared(expected_lines, printed):
+def compared(expected_lines, printed, timings_vary=False):
     """(want, got, matches): an output as the guide shows it, and as printed."""
     expected = "\n".join(expected_lines)
-    want, got = tidy(expected), tidy(normalise(expected, "".join(printed)))
+    want, got = tidy(expected), tidy(normalise(expected, "".join(printed), timings_vary))
     return want, got, output_matches(want, got)
 
 
-def shows_so_far(expected_lines, printed):
+def shows_so_far(expected_lines, printed, timings_vary=False):
     """Whether the first lines printed are the expected ones; "..." takes as few as it can."""
     # Every expected line but a bare "..." stands for one printed line at least.
     fewest = sum(line != "..." for line in tidy("\n".join(expected_lines)))
-    return any(compared(expected_lines, printed[:count])[2]
+    return any(compared(expected_lines, printed[:count], timings_vary)[2]
                for count in range(fewest, len(printed) + 1))
 
 
-def may_still_show(expected_lines, printed):
+def may_still_show(expected_lines, printed, timings_vary=False):
     """Whether more output could still make the printed lines begin with the expected ones."""
-    return any(compared(expected_lines[:count], printed)[2]
+    return any(compared(expected_lines[:count], printed, timings_vary)[2]
                for count in range(len(expected_lines) + 1))
 
 
@@ -377,6 +397,7 @@ class Session:
         self.folder = None               #   the copy of the exercise folder
         self.env = None                  #   the commands' environment
         self.terminals = {}              # terminal -> the command last started there
+        self.folders = {}                # terminal -> its folder, after a `cd`
         self.started = []                # every command, to stop them all at the end
         self.blocks_run = 0
         self.failed_at = None            # "guide.md:LINE" of the block that failed
@@ -450,7 +471,7 @@ class Session:
         elif count > 1:
             label += f" (command {number} of {count})"
         return Command(block.line + offset, text, at=block.where(offset), label=label,
-                       terminal=terminal)
+                       terminal=terminal, timings_vary=read_timings(block))
 
     def nothing_running(self, terminal):
         return f", and nothing runs in terminal {terminal} of session \"{self.name}\"" \
@@ -460,26 +481,32 @@ class Session:
         previous = self.terminals.get(command.terminal)
         if previous:                     # a terminal runs one command at a time
             self.wait_for_exit(previous, f"when {command.where} is to start")
-        command.process = Process(command.text, self.folder, self.env)
+        folder = self.folders.get(command.terminal, self.folder)
+        command.process = Process(command.text, folder, self.env)
+        change = CHANGE_FOLDER.fullmatch(command.text)
+        if change:                       # as in a terminal: later commands run there
+            self.folders[command.terminal] = folder / change["folder"]
         self.terminals[command.terminal] = command
         self.started.append(command)
 
     def wait_for_output(self, command, where):
         """Wait until the command has printed what the guide shows for it so far."""
         expected = list(command.expected)
+        vary = command.timings_vary
 
         def settled(lines, exited):      # no need to wait for more lines
-            return exited or shows_so_far(expected, lines) or not may_still_show(expected, lines)
+            return (exited or shows_so_far(expected, lines, vary)
+                    or not may_still_show(expected, lines, vary))
 
         command.process.wait_until(settled, SYNC_TIMEOUT)
         printed = command.process.printed()
-        if shows_so_far(expected, printed):
+        if shows_so_far(expected, printed, vary):
             return
-        went_wrong = not may_still_show(expected, printed)
+        went_wrong = not may_still_show(expected, printed, vary)
         if went_wrong:                   # let it finish, if it will, so the diff shows it all
             command.process.wait_until(lambda lines, exited: exited, EXIT_GRACE)
             printed = command.process.printed()
-        want, got, _ = compared(expected, printed)
+        want, got, _ = compared(expected, printed, vary)
         if command.process.exited:
             raise printed_something_else(command, want, got)
         if went_wrong:
@@ -496,7 +523,8 @@ class Session:
             raise TranscriptError(f"{command.where} is still running {moment} ({SYNC_TIMEOUT} s "
                                   f"later); end it with ^C in the transcript. Its last lines:\n"
                                   f"{last_lines}")
-        want, got, matches = compared(command.expected, command.process.printed())
+        want, got, matches = compared(command.expected, command.process.printed(),
+                                      command.timings_vary)
         if not matches:
             raise printed_something_else(command, want, got)
 

@@ -52,6 +52,11 @@ def test_timings_pair_in_order():
     assert normalise("2.00 s then 4.00 s", "4.01 s then 2.01 s") == "4.01 s then 2.01 s"
 
 
+def test_timings_that_vary_take_the_expected_value_in_the_same_unit():
+    assert normalise("in 1.0 s", "in 2.7 s", timings_vary=True) == "in 1.0 s"
+    assert normalise("in 1.0 s", "in 950 ms", timings_vary=True) == "in 950 ms"
+
+
 def test_what_is_not_a_timing():
     text = "3 signups (50 bytes) Python 3.11.7 42 seconds 0.5 sec v1.2s"
     assert console.TIMING.findall(text) == []
@@ -463,6 +468,30 @@ def test_a_bad_timewarp(demo):
         lines[0]: f'guide.md:{lines[0]}: timewarp="fast" is not a positive number'}
 
 
+def test_a_bad_timings_value(demo):
+    text, lines = guide_text(('{.console timings="any"}', "$ true\n"))
+    assert console.check_text(text, demo) == {
+        lines[0]: f'guide.md:{lines[0]}: timings="any" should be timings="vary"'}
+
+
+def test_timings_vary_only_where_the_block_says_so(demo):
+    slower = "$ echo took 9.0 s\ntook 1.5 s\n"      # the guide's run was faster
+    text, lines = guide_text(('{.console timings="vary"}', slower), ("console", slower))
+    problems = console.check_text(text, demo)
+    assert problems[lines[0]] is None
+    assert "printed something else" in problems[lines[1]]
+
+
+def test_cd_moves_the_terminal_for_its_later_commands(demo):
+    (demo / "capstone").mkdir()
+    (demo / "capstone" / "here.txt").write_text("inside\n")
+    text, lines = guide_text(
+        ('{.console session="cd"}', "$ cd capstone\n$ cat here.txt\ninside\n"),
+        ('{.console session="cd"}', "$ cat here.txt\ninside\n"),
+        ('{.console session="cd" terminal="2"}', "$ ls capstone\nhere.txt\n"))
+    assert console.check_text(text, demo) == dict.fromkeys(lines)
+
+
 def test_a_session_belongs_to_the_exercise_it_names():
     text, _ = guide_text(('{.console session="q"}', "$ ls\n"),
                          ('{.console session="q" terminal="2"}', "$ python3 ex97_queue.py\n"),
@@ -478,9 +507,11 @@ def grade(work, *tests):
     """make check WORK=... as a subprocess (its own tests, not this file: no recursion)."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-         *(tests or ("guide.md", "tests/test_exercises.py")), f"--work={work}"],
+         *(tests or ("guide.md", "tests/test_exercises.py", "tests/test_chaos.py")),
+         f"--work={work}"],
         cwd=console.ROOT, capture_output=True, text=True)
-    verdicts = re.findall(r"^(ex\d\d_\w+\.py)  (\w+)$", result.stdout, re.MULTILINE)
+    verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/chaos)\.py)  (\w+)$", result.stdout,
+                          re.MULTILINE)
     return result.returncode, verdicts, result.stdout
 
 
