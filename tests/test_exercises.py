@@ -6,6 +6,10 @@ folder (code/, or the learner's WORK) in a fresh copy, with the time warp.
 
 import ast
 import collections
+import contextlib
+import importlib.util
+import io
+import random
 import re
 import sqlite3
 import tempfile
@@ -712,3 +716,232 @@ def test_ex08_most_seeds_balance_and_seed_13_charges_a_dead_job(folder):
     assert [line.split(":")[0] for line in job5] == [
         "ConnectionError", "ConnectionError", "TimeoutError", "ConnectionError",
         "ConnectionError"]
+
+
+# ---------------------------------------------------------------- Exercise 9
+
+@pytest.fixture
+def ex09(folder):
+    """The exercise as a module, so its interface can be driven directly."""
+    spec = importlib.util.spec_from_file_location("ex09", folder / "ex09_charge_worker.py")
+    module = importlib.util.module_from_spec(spec)
+    with contextlib.redirect_stdout(io.StringIO()):      # the provider narrates
+        spec.loader.exec_module(module)
+        yield module
+
+
+class FrozenClock:
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+O7 = {"tenant": "North", "invoice": 7, "amount_cents": 5000}
+
+
+class CrashingDb:
+    """A connection that dies (raises) right after a statement matching `after` runs."""
+
+    def __init__(self, db, after):
+        self.db, self.after = db, after
+
+    def execute(self, sql, params=()):
+        result = self.db.execute(sql, params)
+        if re.match(self.after, sql.strip()):
+            raise SystemExit("crashed")
+        return result
+
+
+class CrashingProvider:
+    """A provider that dies before passing the call on, or right after it."""
+
+    def __init__(self, provider, before):
+        self.provider, self.before = provider, before
+
+    def charge(self, **request):
+        if self.before:
+            raise SystemExit("crashed")
+        self.provider.charge(**request)
+        raise SystemExit("crashed")
+
+
+@exercise("ex09_charge_worker.py")
+@pytest.mark.parametrize("moment", ["before the call", "after the provider's commit",
+                                    "after local persistence"])
+def test_ex09_a_crash_at_any_point_ends_with_exactly_one_charge(ex09, moment):
+    clock = FrozenClock()
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    crashing_db, crashing_provider = db, provider
+    if moment == "after local persistence":
+        crashing_db = CrashingDb(db, "UPDATE operations")
+    else:
+        crashing_provider = CrashingProvider(provider, moment == "before the call")
+    with pytest.raises(SystemExit):
+        ex09.process(crashing_db, crashing_provider, "O7", O7, clock)
+    clock.now += 120                                     # redelivered two minutes later
+    first = ex09.process(db, provider, "O7", O7, clock)
+    assert ex09.process(db, provider, "O7", O7, clock) == first    # and again: no change
+    assert list(provider.charges) == [first]
+    assert db.execute("SELECT state, charge_id FROM operations").fetchall() == [
+        ("charged", first)]
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_redelivery_after_the_providers_commit_returns_the_same_charge(ex09):
+    """The O7 case: the provider sees two calls and makes one charge."""
+    clock = FrozenClock()
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock, first_charge=9)
+    with pytest.raises(ex09.WorkerCrashed):
+        ex09.process(db, ex09.CrashAfterCall(provider), "O7", O7, clock)
+    assert ex09.deliver(db, provider, {"id": "O7", "inputs": O7}, [], clock=clock) == "C9"
+    assert (provider.calls, list(provider.charges)) == (2, ["C9"])
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_changed_inputs_under_one_id_are_a_conflict(ex09):
+    clock = FrozenClock()
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    ex09.process(db, provider, "O7", O7, clock)
+    with pytest.raises(ex09.Conflict):
+        ex09.process(db, provider, "O7", dict(O7, amount_cents=6000), clock)
+    assert provider.calls == 1                           # refused before the provider
+    # the same inputs in another order are the same operation
+    assert ex09.process(db, provider, "O7", dict(reversed(O7.items())), clock) == "C1"
+
+
+class FlakyProvider:
+    """Fails with Retryable `failures` times, then charges."""
+
+    def __init__(self, ex09, failures):
+        self.ex09, self.failures, self.calls = ex09, failures, 0
+
+    def charge(self, idempotency_key, **inputs):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.ex09.Retryable("503 Service Unavailable")
+        return f"charge-{idempotency_key}"
+
+
+class TopOfRange(random.Random):
+    def uniform(self, low, high):
+        return high
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_transient_failures_wait_full_jitter_within_the_bound(ex09):
+    waits = []
+    message = {"id": "O7", "inputs": O7}
+    for rng in (TopOfRange(), random.Random(3)):
+        waits.append([])
+        db, provider, dead = ex09.open_db(":memory:"), FlakyProvider(ex09, 4), []
+        charge = ex09.deliver(db, provider, message, dead, attempts=5, base=0.2, cap=1.0,
+                              sleep=waits[-1].append, rng=rng)
+        assert (charge, dead, provider.calls) == ("charge-O7", [], 5)
+    ceilings = [0.2, 0.4, 0.8, 1.0]                      # base * 2**attempt, capped
+    assert waits[0] == pytest.approx(ceilings)
+    assert all(0 <= wait <= ceiling for wait, ceiling in zip(waits[1], ceilings))
+    assert len(set(waits[1])) == 4 and waits[1] != waits[0]
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_persistent_failures_and_conflicts_end_as_dead_letters(ex09):
+    db, dead = ex09.open_db(":memory:"), []
+    down = FlakyProvider(ex09, failures=99)
+    message = {"id": "O7", "inputs": O7}
+    assert ex09.deliver(db, down, message, dead, attempts=5, sleep=lambda s: None) is None
+    assert (down.calls, dead) == (5, [message])
+    fine = FlakyProvider(ex09, failures=0)
+    ex09.deliver(db, fine, {"id": "O8", "inputs": O7}, dead)
+    changed = {"id": "O8", "inputs": dict(O7, amount_cents=1)}
+    assert ex09.deliver(db, fine, changed, dead, sleep=lambda s: pytest.fail("slept")) is None
+    assert (fine.calls, dead) == (1, [message, changed])  # a conflict is not retried
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_after_the_key_window_the_worker_reconciles(ex09):
+    """A redelivery after the provider forgot the key finds the charge instead
+    of making a second one; with nothing to find, it charges once."""
+    clock = FrozenClock()
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    with pytest.raises(ex09.WorkerCrashed):
+        ex09.process(db, ex09.CrashAfterCall(provider), "O8", O7, clock)
+    with pytest.raises(SystemExit):
+        ex09.process(db, CrashingProvider(provider, before=True), "O9", O7, clock)
+    clock.now += 26 * 3600
+    assert ex09.process(db, provider, "O8", O7, clock) == "C1"
+    assert ex09.process(db, provider, "O9", O7, clock) == "C2"
+    assert list(provider.charges) == ["C1", "C2"] and provider.calls == 2
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_trusting_keys_forever_charges_twice(folder):
+    """Break It: with KEY_TRUSTED_SECONDS beyond the provider's window, the
+    O7 command's late redelivery of O8 is a blind retry, and a second charge."""
+    console.apply_edit(folder, "ex09_charge_worker.py", "KEY_TRUSTED_SECONDS = 23 * 3600",
+                       "KEY_TRUSTED_SECONDS = 48 * 3600")
+    status, output = console.run("python3 ex09_charge_worker.py o7", folder)
+    assert status == 0, output
+    assert "provider: new charge C11, key O8" in output
+    assert "the provider made 3 charges for 2 operations" in output
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_admission_limits_each_tenant_on_its_own(ex09):
+    db = ex09.open_db(":memory:")
+    for number in range(5):
+        ex09.admit(db, f"N{number}", "North", {})
+    with pytest.raises(ex09.Refused, match="tenant North already has 5 operations waiting"):
+        ex09.admit(db, "N5", "North", {})
+    ex09.admit(db, "S0", "South", {})                    # another tenant is still admitted
+    started = [ex09.start_next(db, "North") for _ in range(3)]
+    assert [m and m["id"] for m in started] == ["N0", "N1", None]   # 2 running at most
+    assert ex09.start_next(db, "South")["id"] == "S0"
+    ex09.finish(db, "N0", "done")
+    assert ex09.start_next(db, "North")["id"] == "N2"   # a slot freed is a slot used
+    ex09.admit(db, "N5", "North", {})                    # and a waiting slot, too
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(ex09):
+    clock = FrozenClock()
+    budget = ex09.RetryBudget(clock)
+    allowed = 0
+    for _ in range(100):
+        budget.request()
+        allowed += budget.allow_retry()
+        clock.now += 0.1
+    assert allowed == 10
+    clock.now += 61                                      # the window forgets
+    budget.request()
+    assert not budget.allow_retry()
+    for _ in range(9):
+        budget.request()
+    assert budget.allow_retry()
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancelled(ex09):
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(FrozenClock())
+    for op_id in ("P1", "P2"):
+        ex09.admit(db, op_id, "North", dict(O7, invoice=op_id))
+    message = ex09.start_next(db, "North")
+    assert "running" in ex09.cancel(db, "P1")           # running: not now
+    charge = ex09.deliver(db, provider, message, [])
+    ex09.finish(db, "P1", "done")
+    assert "cancelled" in ex09.cancel(db, "P2")
+    assert ex09.start_next(db, "North") is None          # a cancelled operation never runs
+    answer = ex09.cancel(db, "P1")
+    assert "cannot be cancelled" in answer and charge in answer and "refund" in answer
+    assert list(provider.charges) == [charge]
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_new_id_is_a_new_intent_and_a_new_charge(folder):
+    """Study Drill 2: the $60.00 message under the id O7b is a new operation:
+    the provider makes a new charge for it."""
+    console.apply_edit(folder, "ex09_charge_worker.py", 'changed = {"id": "O7",',
+                       'changed = {"id": "O7b",')
+    status, output = console.run("python3 ex09_charge_worker.py o7", folder)
+    assert status == 0 and "provider: new charge C10, key O7b" in output, output
