@@ -171,3 +171,37 @@ def test_a_missing_exercise_file_fails_the_block(tmp_path):
 def test_output_before_any_command_is_an_error(demo_folder):
     message = console.check_block(fixture_block("console", "hello\n$ true\n"), demo_folder)
     assert message == "guide.md:4: output before the first `$ ` command"
+
+
+# ---------------------------------------------------------------- the glossary
+
+GLOSSARY_HEADING = "# 12. Glossary"
+# The terms the syllabus requires at the least, by their anchors.
+REQUIRED_TERMS = """ack at-least-once at-most-once atomic backoff backpressure check-then-act
+claim dead-letter durable exactly-once fencing-token handler heartbeat idempotency-key
+idempotent jitter job lease outbox poison-message producer consumer queue race-condition
+retry-budget thundering-herd transient-failure permanent-failure ambiguous-failure
+visibility-timeout worker admission-control deadline reconcile tenant""".split()
+
+
+def glossary_and_chapters():
+    text = GUIDE.read_text(encoding="utf-8")
+    start = text.index(GLOSSARY_HEADING)
+    return text[start:], text[:start]
+
+
+def test_every_glossary_entry_is_linked_from_a_chapter_and_every_link_has_an_entry():
+    glossary, chapters = glossary_and_chapters()
+    entries = re.findall(r"^### .+ \{#(gl-[\w-]+)\}$", glossary, re.M)
+    links = set(re.findall(r"\]\(#(gl-[\w-]+)\)", chapters))
+    assert len(entries) == len(set(entries))
+    assert [entry for entry in entries if entry not in links] == []
+    assert sorted(links - set(entries)) == []
+
+
+def test_the_glossary_has_every_required_term_in_alphabetical_order():
+    glossary, _ = glossary_and_chapters()
+    terms = re.findall(r"^### (.+) \{#gl-([\w-]+)\}$", glossary, re.M)
+    assert [name for name in REQUIRED_TERMS if name not in {anchor for _, anchor in terms}] == []
+    names = [term.lower() for term, _ in terms]
+    assert names == sorted(names)
