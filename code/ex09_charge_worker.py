@@ -92,12 +92,14 @@ def process(db, provider, op_id, inputs, clock=time.time):
     if charge_id is None:
         charge_id = provider.charge(idempotency_key=op_id, **inputs)
     # 4. Record the charge. Only then may the message be acknowledged.
-    db.execute("UPDATE operations SET state = 'charged', charge_id = ? WHERE id = ?",
-               (charge_id, op_id))
+    db.execute("UPDATE operations SET charge_id = ?, state = 'charged'"
+               " WHERE id = ? AND state = 'started'", (charge_id, op_id))
     return charge_id
 
 
-def deliver(db, provider, message, dead_letters, attempts=5, base=0.2, cap=10.0,
+def deliver(db, provider, message, dead_letters,
+            attempts=5,                 # tries in all, the first one included
+            base=0.2, cap=10.0,         # the ceiling of each wait, in seconds
             sleep=time.sleep, budget=None, rng=random, clock=time.time):
     """Process one message, retrying what may succeed later. Returns the
     charge id, or None after parking the message in dead_letters."""
