@@ -2,7 +2,7 @@
 # make serve              build it and serve it on http://localhost:8000
 # make check              run every test against code/ (installs what it needs)
 # make check WORK=folder  grade a learner's exercise files in folder instead
-# make bench              print build and page-weight numbers (no pass/fail)
+# make bench              print build, page-weight and queue numbers (no pass/fail)
 # make clean              remove the virtualenv, node_modules and caches
 
 PYTHON ?= python3
@@ -10,6 +10,8 @@ PORT ?= 8000
 VENV := .venv
 # touched once the virtualenv holds requirements.txt
 INSTALLED := $(VENV)/installed
+# touched once the virtualenv also holds requirements-bench.txt
+BENCH_INSTALLED := $(VENV)/bench-installed
 # touched once node_modules holds package-lock.json
 NODE_INSTALLED := node_modules/installed
 
@@ -33,7 +35,7 @@ serve: site
 check: $(CHECK_NEEDS)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-bench: $(INSTALLED)
+bench: $(BENCH_INSTALLED)
 	$(VENV)/bin/python tools/bench.py
 
 $(INSTALLED): requirements.txt
@@ -42,6 +44,11 @@ $(INSTALLED): requirements.txt
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+# huey and litequeue, which make bench measures tinyq against; check needs neither
+$(BENCH_INSTALLED): requirements-bench.txt $(INSTALLED)
+	$(VENV)/bin/python -m pip install --quiet -r requirements-bench.txt
 	touch $@
 
 $(NODE_INSTALLED): package.json package-lock.json

@@ -5,7 +5,13 @@
 - page weight: the bytes a reader downloads to see the first chapter
   (HTML, CSS, fonts, scripts, icon; the goal is at most 150 KB);
 - Chapter 4's race without its deliberate gap: how many of 2,000 jobs four
-  naive ex05 workers send more than once (the chapter quotes this).
+  naive ex05 workers send more than once (the chapter quotes this);
+- queues (tools/bench_queues.py, whose docstring says how): jobs/s draining
+  10,000 no-op jobs with 1 and 4 worker processes, for tinyq, huey and
+  litequeue (the goal is tinyq at least 3 times huey); tinyq's rate with
+  100,000 jobs queued against 1,000 (at least 0.8 times); and the wall time
+  of code/capstone/chaos.py (at most 3 s). make bench installs huey and
+  litequeue from requirements-bench.txt.
 """
 import collections
 import gzip
@@ -20,6 +26,7 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
+import bench_queues
 import build
 from markup import expand
 
@@ -84,6 +91,7 @@ def main():
 
 
     race_without_the_gap()
+    bench_queues.main()
 
 
 def race_without_the_gap(jobs=2000, workers=4, runs=3):

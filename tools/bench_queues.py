@@ -1,0 +1,368 @@
+"""Queue benchmarks, the last part of `make bench`: numbers, never pass or fail.
+
+1. Drain throughput: 10,000 no-op jobs are enqueued first (not timed), then
+   1 or 4 worker processes drain them, for three libraries as they ship:
+   - tinyq (code/capstone/tinyq.py): a worker calls work_one() until it
+     returns False and counts() shows nothing queued or running;
+   - huey's SqliteHuey, with results=False (a no-op task returns None, and
+     the other two store no results either): a worker makes the two calls
+     that huey's own consumer worker makes in its loop, huey.dequeue() and
+     huey.execute(task), until dequeue() finds nothing. Not the consumer
+     itself: it never stops, and an idle worker sleeps 0.1 s and more
+     between looks, which would count against huey at the end of a drain;
+   - litequeue: a worker calls pop() and done() until pop() finds nothing.
+   The clock (time.perf_counter) starts once every worker has started and
+   opened its queue, and stops when the last one reports the queue drained.
+   Jobs per second, the median of up to 3 runs (as many as fit in about
+   75 s; the runs take turns); the goal is tinyq at least 3x huey.
+2. tinyq with a long queue, 1 worker: the rate with 1,000 jobs queued (all
+   of them drained) and with 100,000 queued (the first 5,000 drained);
+   median of 3 runs each; the goal is the second at least 0.8x the first.
+3. code/capstone/chaos.py at its defaults, seeds 1 to 3, each in a fresh
+   copy of code/capstone/ (it writes its databases to its folder): the
+   median wall time of the whole command; the goal is at most 3 s.
+
+Every run gets a fresh temporary folder inside this checkout, so on the
+disk readers work on, not in memory (/tmp is in memory on some systems):
+SQLite's commits wait for the disk. BENCH_TMPDIR=folder puts them elsewhere.
+"""
+import multiprocessing
+import os
+import queue
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+from huey import SqliteHuey
+from litequeue import LiteQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPSTONE = ROOT / "code" / "capstone"
+sys.path.insert(0, str(CAPSTONE))
+import tinyq  # noqa: E402  (it lives in code/capstone, added just above)
+
+BENCH_DIR = Path(os.environ.get("BENCH_TMPDIR") or ROOT)
+JOBS = 10_000
+WORKER_COUNTS = (1, 4)
+RUNS = 3
+THROUGHPUT_BUDGET_SECONDS = 75   # the queue part of make bench: about 2 minutes
+BUSY_SECONDS = 10.0       # every library waits this long for a writer's lock
+STARTUP_SECONDS = 60      # a worker not ready by then has failed
+DRAIN_LIMIT_SECONDS = 300
+IDLE_SECONDS = 0.001      # tinyq: the last jobs are still running elsewhere
+CHAOS_SEEDS = (1, 2, 3)
+
+
+def do_nothing():
+    """The job every library runs."""
+
+
+# ---- one function each to fill a queue and to drain it in a worker process
+
+def run_worker(run_one, ready, report, limit):
+    """What every worker does once its queue is open: wait for the others,
+    then call run_one() until it says the queue is drained (False) or
+    `limit` jobs have run; report how many ran."""
+    ready.wait(STARTUP_SECONDS)
+    ran = 0
+    while ran < limit and run_one():
+        ran += 1
+    report.put(ran)
+
+
+def fill_tinyq(path, jobs):
+    tiny = tinyq.Queue(path)
+    with tiny.transaction():          # one commit: filling is not measured
+        for _ in range(jobs):
+            tiny.enqueue("noop", {})
+    tiny.close()
+
+
+def drain_tinyq(path, ready, report, limit):
+    tiny = tinyq.Queue(path)
+    tiny.handler("noop")(lambda job: do_nothing())
+
+    def run_one():
+        while True:
+            try:
+                if tiny.work_one():
+                    return True
+            except tinyq.LeaseLost:
+                continue              # another worker holds the job now
+            counts = tiny.counts()
+            if counts["queued"] + counts["running"] == 0:
+                return False
+            time.sleep(IDLE_SECONDS)
+
+    run_worker(run_one, ready, report, limit)
+    tiny.close()
+
+
+def open_huey(path, **options):
+    """SqliteHuey and its no-op task, named so producer and workers agree."""
+    huey = SqliteHuey(filename=str(path), results=False, timeout=BUSY_SECONDS,
+                      **options)
+    return huey, huey.task(name="noop")(do_nothing)
+
+
+def fill_huey(path, jobs):
+    # huey commits every enqueue by itself; fsync=False spares this
+    # producer's connection, and only it, a disk wait for each one.
+    huey, noop = open_huey(path, fsync=False)
+    for _ in range(jobs):
+        noop()
+    huey.storage.close()
+
+
+def drain_huey(path, ready, report, limit):
+    huey, _ = open_huey(path)
+    huey.pending_count()              # opens the connection before the clock
+
+    def run_one():
+        task = huey.dequeue()
+        if task is not None:
+            huey.execute(task)
+        return task is not None
+
+    run_worker(run_one, ready, report, limit)
+    huey.storage.close()
+
+
+def fill_litequeue(path, jobs):
+    lite = LiteQueue(str(path), timeout=BUSY_SECONDS)
+    with lite.transaction(mode="IMMEDIATE"):
+        for _ in range(jobs):
+            lite.put("noop")
+    lite.close()
+
+
+def drain_litequeue(path, ready, report, limit):
+    lite = LiteQueue(str(path), timeout=BUSY_SECONDS)
+
+    def run_one():
+        message = lite.pop()
+        if message is not None:
+            do_nothing()
+            mark_done(lite, message)
+        return message is not None
+
+    run_worker(run_one, ready, report, limit)
+    lite.close()
+
+
+def mark_done(lite, message):
+    # 0.14 fences done() with the claim id pop() gave; 0.9, the last release
+    # for Python before 3.12, has no claim ids.
+    if hasattr(message, "claim_id"):
+        lite.done(message.message_id, claim_id=message.claim_id)
+    else:
+        lite.done(message.message_id)
+
+
+TINYQ, HUEY = "tinyq", "huey (SqliteHuey)"
+LIBRARIES = {
+    TINYQ: (fill_tinyq, drain_tinyq),
+    HUEY: (fill_huey, drain_huey),
+    f"litequeue {version('litequeue')}": (fill_litequeue, drain_litequeue),
+}
+
+
+# ---- running worker processes
+
+def timed_drain(drain, path, workers, limit=float("inf")):
+    """Seconds from the moment `workers` fresh processes are ready to drain
+    the queue at `path` to the moment the last of them is done; and how many
+    jobs they ran in all. Each runs `drain` and stops after `limit` jobs."""
+    # spawn, not fork: each worker starts clean, as a deployed one would
+    context = multiprocessing.get_context("spawn")
+    ready = context.Barrier(workers + 1)
+    report = context.Queue()
+    processes = [context.Process(target=drain, args=(str(path), ready, report, limit))
+                 for _ in range(workers)]
+    for process in processes:
+        process.start()
+    try:
+        ready.wait(STARTUP_SECONDS)
+        started = time.perf_counter()
+        ran = sum(wait_for_reports(report, processes))
+        return time.perf_counter() - started, ran
+    finally:
+        stop(processes)
+
+
+def wait_for_reports(report, processes):
+    """Each worker's count of jobs run, or an error if one dies first."""
+    counts = []
+    deadline = time.monotonic() + DRAIN_LIMIT_SECONDS
+    while len(counts) < len(processes):
+        try:
+            counts.append(report.get(timeout=0.5))
+        except queue.Empty:
+            if any(process.exitcode for process in processes):
+                raise RuntimeError("a worker failed; its traceback is above") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError("the workers are stuck") from None
+    return counts
+
+
+def stop(processes):
+    for process in processes:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+def fresh_folder():
+    """A new temporary folder under BENCH_DIR, removed when done with."""
+    return tempfile.TemporaryDirectory(prefix=".bench-queues-", dir=BENCH_DIR)
+
+
+def filesystem(folder):
+    """The type of the filesystem holding folder, from /proc (Linux only)."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return "an unknown filesystem"
+    folder = os.path.realpath(folder)
+    deepest, kind = "", "an unknown filesystem"
+    for line in mounts:             # the deepest mount point that holds folder
+        point, fs_type = line.split()[1:3]
+        holds = folder == point or folder.startswith(point.rstrip("/") + "/")
+        if holds and len(point) > len(deepest):
+            deepest, kind = point, fs_type
+    return kind
+
+
+# ---- 1. drain throughput
+
+def drain_rate(library, workers, jobs=JOBS):
+    fill, drain = LIBRARIES[library]
+    with fresh_folder() as folder:
+        path = Path(folder) / "queue.db"
+        fill(path, jobs)
+        seconds, ran = timed_drain(drain, path, workers)
+    if ran != jobs:
+        print(f"  warning: {library} ran {ran:,} of {jobs:,} jobs")
+    return ran / seconds
+
+
+def throughput():
+    """Median jobs/s for each library and worker count, and over how many
+    runs: up to RUNS, while one more fits in THROUGHPUT_BUDGET_SECONDS. The
+    libraries take turns in each run, so a slow moment hits all alike."""
+    rates = {(library, workers): [] for library in LIBRARIES for workers in WORKER_COUNTS}
+    started = time.monotonic()
+    for runs in range(1, RUNS + 1):
+        for library, workers in rates:
+            rates[library, workers].append(drain_rate(library, workers))
+        seconds_per_run = (time.monotonic() - started) / runs
+        if seconds_per_run * (runs + 1) > THROUGHPUT_BUDGET_SECONDS:
+            break
+    return {key: statistics.median(values) for key, values in rates.items()}, runs
+
+
+def print_throughput():
+    print(f"queues: {JOBS:,} no-op jobs enqueued, then drained by worker processes")
+    print(f"  (databases in fresh folders under {BENCH_DIR}, on {filesystem(BENCH_DIR)};"
+          " BENCH_TMPDIR=folder moves them)", flush=True)
+    rates, runs = throughput()
+    runs_said = f"median of {runs} runs" if runs > 1 else "one run"
+    columns = [f"{workers} worker" + "s" * (workers > 1) for workers in WORKER_COUNTS]
+    print(f"  {'jobs/s, ' + runs_said:24}" + "".join(f"{column:>12}" for column in columns))
+    for library in LIBRARIES:
+        print(f"  {library:24}" + "".join(f"{rates[library, workers]:>12,.0f}"
+                                          for workers in WORKER_COUNTS))
+    print(f"  {'tinyq / huey':24}" + "".join(
+        f"{rates[TINYQ, workers] / rates[HUEY, workers]:>11.2f}x"
+        for workers in WORKER_COUNTS) + "   (goal: at least 3x)")
+    # facts to read the numbers by, as these pinned versions ship
+    print("  commits per job: tinyq 2 (claim, finish); huey 1 (its dequeue deletes"
+          " the task); litequeue 2 (pop, done)")
+    print("  PRAGMA synchronous of a worker's connection: " + ", ".join(
+        f"{library.split()[0]} {setting}" for library, setting in synchronous_settings().items()))
+    print("  (FULL waits for the disk at every commit; NORMAL, with WAL, does not, and")
+    print("  still survives the program dying; a power cut may undo the last commits)")
+
+
+def synchronous_settings():
+    """How each library, as it ships, commits: SQLite's own answer."""
+    names = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+    with fresh_folder() as folder:
+        tiny = tinyq.Queue(Path(folder) / "tinyq.db")
+        huey, _ = open_huey(Path(folder) / "huey.db")
+        lite = LiteQueue(str(Path(folder) / "litequeue.db"))
+        connections = {TINYQ: tiny.db, HUEY: huey.storage.conn, "litequeue": lite.conn}
+        settings = {library: names[db.execute("PRAGMA synchronous").fetchone()[0]]
+                    for library, db in connections.items()}
+        for db in connections.values():
+            db.close()
+    return settings
+
+
+# ---- 2. tinyq with a long queue
+
+def tinyq_rate(queued, drained):
+    """One worker's jobs/s over the first `drained` of `queued` jobs."""
+    rates = []
+    for _ in range(RUNS):
+        with fresh_folder() as folder:
+            path = Path(folder) / "queue.db"
+            fill_tinyq(path, queued)
+            seconds, ran = timed_drain(drain_tinyq, path, 1, limit=drained)
+            rates.append(ran / seconds)
+    return statistics.median(rates)
+
+
+def print_long_queue():
+    short = tinyq_rate(1_000, 1_000)
+    long = tinyq_rate(100_000, 5_000)
+    print(f"tinyq, 1 worker, jobs/s, median of {RUNS} runs:")
+    print(f"  1,000 jobs queued, all 1,000 drained          {short:7,.0f}")
+    print(f"  100,000 jobs queued, the first 5,000 drained  {long:7,.0f}"
+          f"   {long / short:4.2f}x (goal: at least 0.8x)")
+
+
+# ---- 3. chaos.py
+
+def chaos_seconds(seed):
+    """Wall time of `chaos.py --seed seed` in a fresh copy, and its verdict."""
+    with fresh_folder() as folder:
+        copy = Path(folder) / "capstone"
+        shutil.copytree(CAPSTONE, copy, ignore=shutil.ignore_patterns(
+            "__pycache__", "*.db", "*.db-*"))
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "chaos.py", "--seed", str(seed)],
+                                cwd=copy, capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+    if "AUDIT PASSED" in result.stdout:
+        return seconds, "audit passed"
+    return seconds, f"no audit passed: exit status {result.returncode}"
+
+
+def print_chaos():
+    print("code/capstone/chaos.py at its defaults, wall time of the whole command:")
+    times = []
+    for seed in CHAOS_SEEDS:
+        seconds, verdict = chaos_seconds(seed)
+        times.append(seconds)
+        print(f"  --seed {seed}  {seconds:5.2f} s  ({verdict})")
+    print(f"  median     {statistics.median(times):5.2f} s  (goal: at most 3 s)")
+
+
+def main():
+    print_throughput()
+    print_long_queue()
+    print_chaos()
+
+
+if __name__ == "__main__":
+    # Run under its own name: spawned workers, and huey's registry of task
+    # names, must see one module bench_queues, never __main__.
+    import bench_queues
+    bench_queues.main()
