@@ -25,7 +25,7 @@ endif
 
 .PHONY: site serve check bench clean chromium
 
-site: $(INSTALLED)
+site: $(INSTALLED) $(NODE_INSTALLED)
 	$(VENV)/bin/python tools/build.py
 
 serve: site

@@ -1,8 +1,10 @@
 """The built site in a real browser: Debian's Chromium, driven by Playwright."""
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -159,3 +161,114 @@ def test_the_skip_link_is_the_first_stop(watched, site_url):
     watched.goto(f"{site_url}/{CHAPTER}")
     watched.keyboard.press("Tab")
     assert watched.evaluate("document.activeElement.textContent") == "Skip to the content"
+
+
+# ---------------------------------------------------------------- simulations
+
+BOOT_SECONDS = 60                # Pyodide boots in a few; a slow machine gets room
+
+
+def start_simulation(page, site_url, chapter, name, keyboard=False):
+    page.goto(f"{site_url}/{chapter}")
+    sim = page.locator(f'.sim-mount[data-sim="{name}"]')
+    start = sim.get_by_role("button", name="Start the simulation")
+    if keyboard:
+        start.focus()
+        page.keyboard.press("Enter")
+    else:
+        start.click()
+    expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+    return sim
+
+
+def task_done(sim, task):
+    return sim.locator(f'li[data-task="{task}"]')
+
+
+def test_the_race_stepper_by_keyboard_alone(watched, site_url):
+    sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race",
+                           keyboard=True)
+    expect(task_done(sim, "duplicate")).not_to_have_class("done")
+
+    def press(name):
+        sim.get_by_role("button", name=name).focus()
+        watched.keyboard.press("Enter")
+
+    def run_to_the_end(order):
+        for worker in order:
+            if sim.get_by_role("button", name=f"Step worker {worker}").is_enabled():
+                press(f"Step worker {worker}")
+        expect(sim.get_by_role("button", name="Step worker 1")).to_be_disabled()
+        expect(sim.get_by_role("button", name="Step worker 2")).to_be_disabled()
+
+    # both look before either marks: the naive claim sends job 1 twice
+    run_to_the_end([1, 2, 1, 2] + [1, 2] * 4)
+    expect(sim.locator(".sim-outbox li.duplicate")).to_contain_text("⚠ duplicate")
+    expect(sim.locator(".sim-result")).to_have_text("2 emails for 1 job: job 1 was sent twice")
+    expect(task_done(sim, "duplicate")).to_have_class("done")
+    # the same order with the atomic claim sends it once
+    sim.get_by_label("the atomic claim").focus()
+    watched.keyboard.press("Space")
+    expect(sim.locator(".sim-result")).not_to_contain_text("2 emails")
+    run_to_the_end([1, 2] * 5)
+    expect(sim.locator(".sim-result")).to_have_text("1 email for 1 job")
+    expect(task_done(sim, "atomic-safe")).to_have_class("done")
+    press("Try every interleaving")
+    expect(sim.locator(".sim-every")).to_contain_text("the atomic claim: 0 of", timeout=30000)
+    assert re.search(r"the naive claim: [1-9]\d* of \d+ orders send an email twice",
+                     sim.locator(".sim-every").inner_text())
+    assert watched.problems == []
+
+
+def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
+    sim = start_simulation(watched, site_url, "when-workers-die-leases.html", "killable-queue")
+    sim.get_by_role("button", name="Add a job").click()
+    step = sim.get_by_role("button", name="Step to the next event")
+    worker_1 = sim.locator("tbody tr").filter(has_text="worker 1").first
+    for _ in range(10):                     # until worker 1 has sent, but not acknowledged
+        if "sent" in worker_1.inner_text():
+            break
+        step.click()
+        watched.wait_for_timeout(50)
+    expect(worker_1).to_contain_text("sent")
+    sim.get_by_role("button", name="Kill worker 1").click()
+    expect(task_done(sim, "die-holding")).to_have_class("done")
+    expect(sim.locator("[aria-live]")).to_contain_text("killed")
+    expect(sim.get_by_role("button", name="Restart worker 1")).to_be_visible()
+    for _ in range(20):                     # the lease runs out; another worker takes over
+        if "done" in (task_done(sim, "duplicate").get_attribute("class") or ""):
+            break
+        step.click()
+        watched.wait_for_timeout(50)
+    expect(task_done(sim, "takeover")).to_have_class("done")
+    expect(task_done(sim, "duplicate")).to_have_class("done")
+    expect(sim.locator(".sim-outbox li")).to_have_count(2)
+    expect(sim.locator(".sim-outbox li.duplicate")).to_contain_text("⚠ duplicate")
+    # restart, change the lease, and play the clock for a moment
+    sim.get_by_role("button", name="Restart worker 1").click()
+    expect(sim.get_by_role("button", name="Kill worker 1")).to_be_visible()
+    sim.get_by_label("Lease (s)").fill("2")
+    sim.get_by_role("button", name="Set lease").click()
+    expect(sim.locator(".sim-clock")).to_contain_text("lease 2")
+    before = sim.locator(".sim-clock").inner_text()
+    sim.get_by_role("button", name="Play").click()
+    watched.wait_for_timeout(800)
+    sim.get_by_role("button", name="Pause").click()
+    assert sim.locator(".sim-clock").inner_text() != before
+    assert watched.problems == []
+
+
+def test_started_simulations_have_no_serious_accessibility_violations(browser, site_url):
+    context = browser.new_context(bypass_csp=True)       # for axe, as above
+    page = context.new_page()
+    for chapter, name in [("the-worker-where-work-happens.html", "race"),
+                          ("when-workers-die-leases.html", "killable-queue")]:
+        sim = start_simulation(page, site_url, chapter, name)
+        sim.get_by_role("button", name="Add a job" if name == "killable-queue"
+                        else "Step worker 1").click()
+        page.add_script_tag(path=str(AXE))
+        violations = page.evaluate("""async () => (await axe.run('.sim')).violations
+            .filter(v => v.impact === 'serious' || v.impact === 'critical')
+            .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
+        assert violations == [], name
+    context.close()

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,6 +27,14 @@ from markup import GuideError, expand  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / "tools"
+PYODIDE = ROOT / "node_modules" / "pyodide"
+# What the browser needs of Pyodide: the loader, the interpreter, its standard
+# library, the package index it reads at boot, and the licence.
+PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+                 "pyodide-lock.json", "package.json"]
+# The Python the simulations run: their engines, and the course code they drive.
+SIM_SOURCES = {"sims": TOOLS / "sims", "capstone/tinyq.py": ROOT / "code/capstone/tinyq.py",
+               "ex05_two_workers.py": ROOT / "code/ex05_two_workers.py"}
 PANDOC_VERSION = "3.9"
 HIGHLIGHT_STYLE = "haddock"        # passes axe's contrast check (see notes)
 
@@ -50,6 +59,8 @@ def main(argv=None):
             book = render(pandoc, markdown, origin, guide)
             write_pages(book, staging)
             copy_static(staging)
+            copy_pyodide(staging / "pyodide")
+            write_sim_archive(staging / "static" / "sims" / "course.zip")
             (staging / "guide.md").write_text(markdown, encoding="utf-8")
             for extra in extras:
                 shutil.move(extra.result(), staging)
@@ -146,12 +157,19 @@ def write_pages(book, staging):
     staging.mkdir(parents=True)
     for number, chapter in enumerate(chapters):
         write(staging / chapter["file"], page.render(
-            common, current=chapter, body=chapter["html"],
+            common, current=chapter, body=chapter["html"], sims=has_sims(chapter["html"]),
             previous=chapters[number - 1] if number else None,
             next=chapters[number + 1] if number + 1 < len(chapters) else None))
-    write(staging / "index.html", env.get_template("index.html").render(common, current=None))
+    write(staging / "index.html", env.get_template("index.html").render(
+        common, current=None, sims=False))
     write(staging / "all.html", page.render(
-        common, current=None, body=book["all_in_one"], previous=None, next=None))
+        common, current=None, body=book["all_in_one"], sims=has_sims(book["all_in_one"]),
+        previous=None, next=None))
+
+
+def has_sims(html):
+    """Whether a page holds a simulation, and so needs its script."""
+    return 'class="sim-mount"' in html
 
 
 def write(path, text):
@@ -160,6 +178,39 @@ def write(path, text):
 
 def copy_static(staging):
     shutil.copytree(TOOLS / "static", staging / "static")
+
+
+def copy_pyodide(folder):
+    """Pyodide, from the npm package, so the site needs no CDN. Hard links
+    when they can be made: the interpreter is 13 MB."""
+    missing = [name for name in PYODIDE_FILES if not (PYODIDE / name).is_file()]
+    if missing:
+        raise BuildError(f"{display(PYODIDE)} lacks {', '.join(missing)}: "
+                         "run `npm ci` (make site does) to install Pyodide")
+    folder.mkdir()
+    for name in PYODIDE_FILES:
+        try:
+            (folder / name).hardlink_to(PYODIDE / name)
+        except OSError:
+            shutil.copy2(PYODIDE / name, folder / name)
+
+
+def write_sim_archive(path):
+    """The simulations' Python as one zip, unpacked in the browser. Fixed
+    timestamps, so the same sources always give the same bytes."""
+    files = []
+    for name, source in SIM_SOURCES.items():
+        if not source.exists():
+            raise BuildError(f"{display(source)} is missing: the simulations need it")
+        if source.is_dir():
+            files += [(f"{name}/{file.name}", file) for file in sorted(source.glob("*.py"))]
+        else:
+            files.append((name, source))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, source in files:
+            archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)),
+                             source.read_bytes())
 
 
 def make_epub(pandoc, markdown, tmp):

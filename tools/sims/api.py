@@ -1,0 +1,123 @@
+"""The simulations' JSON API: the one function the page's JavaScript calls
+(through Pyodide) to create, drive and read the simulations.
+
+    call('{"sim": "race", "instance": "race-1", "method": "new", "args": {"claim": "naive"}}')
+    call('{"sim": "race", "instance": "race-1", "method": "step", "args": [0]}')
+
+A request names the simulation ("killable-queue" or "race"), an instance id
+chosen by the page (several can live at once), a method and its arguments:
+a list (positional) or an object (keywords). "new" makes the instance (its
+args go to the constructor) and "close" frees it. The answer is always JSON:
+{"ok": true, "state": <the instance's state() or null>, "result": <what the
+method returned>}, or {"ok": false, "error": "<message>"}; nothing raises.
+
+Try it in a terminal:
+    python3 tools/sims/api.py '{"sim": "race", "instance": "a", "method": "new"}'
+"""
+import json
+import sys
+from pathlib import Path
+
+if __package__:                 # imported as sims.api (pytest, or the page)
+    from . import killable_queue, race
+else:                           # run as a file, or imported from tools/sims itself
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import killable_queue
+    import race
+# Each engine puts the course code it runs (code/, code/capstone/) on sys.path.
+
+SIMS = {
+    "killable-queue": {
+        "make": killable_queue.KillableQueue,
+        "methods": {"enqueue", "kill", "restart", "set_lease", "tick", "step", "state"},
+        "functions": {},
+    },
+    "race": {
+        "make": race.Race,
+        "methods": {"step", "reset", "state"},
+        "functions": {"every_interleaving": race.every_interleaving},
+    },
+}
+
+instances = {}                  # (sim, instance id) -> the live object
+
+
+def call(request_json):
+    """One request in, one JSON answer out; errors are answers too."""
+    try:
+        return json.dumps({"ok": True, **handle(json.loads(request_json))})
+    except Exception as error:   # a bad request must not break the page
+        return json.dumps({"ok": False, "error": describe(error)})
+
+
+def describe(error):
+    if isinstance(error, json.JSONDecodeError):
+        return f"the request is not JSON: {error}"
+    if isinstance(error, (ValueError, TypeError, LookupError)):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def handle(request):
+    if not isinstance(request, dict):
+        raise ValueError("the request must be a JSON object")
+    sim_name, instance_id, method = (request.get(key) for key in ("sim", "instance", "method"))
+    if sim_name not in SIMS:
+        raise ValueError(f"unknown sim {sim_name!r}; known: {', '.join(sorted(SIMS))}")
+    if not isinstance(instance_id, str) or not instance_id:
+        raise ValueError("instance must be a non-empty string")
+    sim = SIMS[sim_name]
+    positional, keywords = split_args(request.get("args"))
+    key = (sim_name, instance_id)
+
+    if method == "new":
+        made = sim["make"](*positional, **keywords)     # made first: a bad one replaces nothing
+        close(key)
+        instances[key] = made
+        return {"state": made.state(), "result": None}
+    if method == "close":
+        return {"state": None, "result": close(key)}
+    if method in sim["functions"]:
+        result = sim["functions"][method](*positional, **keywords)
+        live = instances.get(key)
+        return {"state": live.state() if live else None, "result": result}
+    if method not in sim["methods"]:
+        allowed = sorted(sim["methods"] | set(sim["functions"]) | {"new", "close"})
+        raise ValueError(f"unknown method {method!r} for {sim_name}; "
+                         f"allowed: {', '.join(allowed)}")
+    if key not in instances:
+        raise LookupError(f"no {sim_name} instance {instance_id!r}: call \"new\" first")
+    instance = instances[key]
+    result = getattr(instance, method)(*positional, **keywords)
+    if method == "state":
+        result = None                                   # it is in "state" already
+    return {"state": instance.state(), "result": result}
+
+
+def split_args(args):
+    """A list is positional arguments, an object keyword arguments; a list
+    may end with an object of keywords."""
+    if args is None:
+        return [], {}
+    if isinstance(args, dict):
+        return [], args
+    if not isinstance(args, list):
+        raise ValueError("args must be a list or an object")
+    if args and isinstance(args[-1], dict):
+        return args[:-1], args[-1]
+    return args, {}
+
+
+def close(key):
+    """Free an instance (its connections and files); True if there was one."""
+    instance = instances.pop(key, None)
+    if instance is not None:
+        instance.close()
+    return instance is not None
+
+
+if __name__ == "__main__":
+    for request in sys.argv[1:]:
+        print(call(request))
+    for key in list(instances):
+        close(key)

@@ -1,0 +1,410 @@
+"""Killable queue (Chapters 4-5): a producer, the jobs table and three workers,
+on the capstone's own library (code/capstone/tinyq.py) and a real SQLite file.
+
+The reader enqueues jobs, kills any worker at any moment (even after it has
+sent an email and before it has acknowledged it), restarts it and sets the
+lease; leases count down, run out, and another worker takes the job over;
+the outbox lists every email, duplicates marked.
+
+Time is virtual: nothing sleeps and nothing reads the wall clock, so a run
+is the same every time for the same seed and the same actions, and it runs
+in the browser (Pyodide has no threads and its time.sleep does not wait).
+
+Run the scripted story in a terminal:
+    python3 tools/sims/killable_queue.py [--seed N]
+Or drive it from Python:
+    sim = KillableQueue(seed=1)
+    sim.enqueue(3); sim.tick(2.2); sim.kill(0); sim.tick(4); sim.state()
+"""
+import argparse
+import collections
+import json
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+CAPSTONE = Path(__file__).resolve().parents[2] / "code" / "capstone"
+if str(CAPSTONE) not in sys.path:
+    sys.path.insert(0, str(CAPSTONE))
+import tinyq  # noqa: E402
+
+SEND_SECONDS = 2.0      # talking to the mail server
+ACK_SECONDS = 0.5       # sent, not yet acknowledged: long enough to kill it there
+POLL_SECONDS = 0.5      # an idle worker asks for a job this often
+EVENTS_KEPT = 50
+NAMES = ("ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal", "ivy", "jon", "kim", "liz")
+TASKS = {
+    "die-holding": "kill a worker while it holds a job",
+    "takeover": "see a lease expire and another worker take the job over",
+    "duplicate": "get a duplicate email",
+}
+
+
+def to_ms(seconds):
+    """The clock counts whole milliseconds, so 0.1 s steps never drift."""
+    return round(seconds * 1000)
+
+
+def say_seconds(ms):
+    """2.0 s, 12.5 s; 2.25 s when the reader ticked finer than a tenth."""
+    return f"{ms / 1000:.1f} s" if ms % 100 == 0 else f"{ms / 1000:.3f}".rstrip("0") + " s"
+
+
+def check_number(name, value, low, high, whole=False):
+    """The value, if it is a number (a whole one, if asked) from low to high."""
+    kinds = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        raise ValueError(f"{name} must be {kind} from {low} to {high}, not {value!r}")
+    return value
+
+
+def address_for(number):
+    """Made-up addresses: ann@example.com, bob@..., then ann2@... (number from 0)."""
+    name = NAMES[number % len(NAMES)]
+    lap = number // len(NAMES)
+    return f"{name}{lap + 1 if lap else ''}@example.com"
+
+
+class Worker:
+    """One worker process: its own connection (a tinyq.Queue, None while it
+    is dead), what it is doing, and when it will next do something."""
+
+    def __init__(self, index, queue, due):
+        self.index = index
+        self.name = f"worker {index + 1}"
+        self.queue = queue
+        self.phase = "idle"             # idle, sending, sent, dead
+        self.job = None                 # the tinyq.Job it holds
+        self.due = due                  # ms; when its phase ends or it polls again
+
+    @property
+    def alive(self):
+        return self.queue is not None
+
+
+class KillableQueue:
+    def __init__(self, seed=1, workers=3, lease=5.0):
+        check_number("seed", seed, 0, 2**63, whole=True)
+        check_number("workers", workers, 1, 6, whole=True)
+        self.seed = seed
+        self.lease = self._checked_lease(lease)
+        self.ms = 0
+        self.rng = random.Random(seed)   # claim tokens, shared by every connection
+        self.folder = tempfile.mkdtemp(prefix="killable-queue-")
+        self.path = str(Path(self.folder) / "jobs.db")
+        self.producer = self._connect()
+        self.workers = [Worker(i, self._connect(), due=0) for i in range(workers)]
+        self.outbox = []
+        self.events = collections.deque(maxlen=EVENTS_KEPT)
+        self.events_logged = 0
+        self.enqueued = 0
+        self.holder = {}                 # claim token -> the worker that made the claim
+        self.last_holder = {}            # job id -> the worker that claimed it last
+        self.announced = set()           # tokens whose lease we said ran out
+        self.earned = set()              # task ids
+
+    # ---- the clock and the connections
+
+    def now(self):
+        """The virtual clock, in seconds; every tinyq.Queue here reads it."""
+        return self.ms / 1000
+
+    def _connect(self):
+        return tinyq.Queue(self.path, lease=self.lease, clock=self.now, rng=self.rng)
+
+    def close(self):
+        """Close every connection and remove the database folder."""
+        for queue in [self.producer] + [w.queue for w in self.workers if w.alive]:
+            queue.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # ---- what the reader does
+
+    def enqueue(self, n=1):
+        """The producer queues n welcome emails."""
+        check_number("n", n, 1, 20, whole=True)
+        for _ in range(n):
+            address = address_for(self.enqueued)
+            self.enqueued += 1
+            job_id = self.producer.enqueue("welcome_email", {"address": address})
+            self._log("enqueued", f"the producer queued job {job_id}: "
+                                  f"a welcome email to {address}")
+
+    def kill(self, worker_index):
+        """Kill worker 0, 1 or 2 at once, whatever it is doing. Returns why
+        not, if it is dead already."""
+        worker = self._worker(worker_index)
+        if not worker.alive:
+            return f"{worker.name} is dead already"
+        if worker.job is None:
+            self._log("killed", f"{worker.name} was killed; it held no job")
+        else:
+            where = ("after sending the email, before acknowledging it" if worker.phase == "sent"
+                     else "before sending the email")
+            self._log("killed", f"{worker.name} was killed holding job {worker.job.id}, {where}")
+            self.earned.add("die-holding")
+        worker.queue.close()             # a dead process's connection goes with it
+        worker.queue, worker.job, worker.phase, worker.due = None, None, "dead", None
+        return None
+
+    def restart(self, worker_index):
+        """Start a new worker in a dead one's place. Returns why not, if it runs."""
+        worker = self._worker(worker_index)
+        if worker.alive:
+            return f"{worker.name} is running already"
+        # A new process: a new connection, and no memory of what the old one held.
+        worker.queue, worker.phase, worker.due = self._connect(), "idle", self.ms
+        self._log("restarted", f"{worker.name} was restarted: a new process that holds nothing")
+        return None
+
+    def set_lease(self, seconds):
+        """The lease of every claim from now on; claims made already keep theirs."""
+        self.lease = self._checked_lease(seconds)
+        for worker in self.workers:
+            if worker.alive:
+                worker.queue.lease = self.lease   # tinyq reads it at each claim
+        lease = say_seconds(to_ms(self.lease))
+        self._log("lease", f"the lease is now {lease} for claims from now on")
+
+    def tick(self, seconds=0.1):
+        """Move the clock on, doing everything that falls due on the way."""
+        check_number("seconds", seconds, 0.001, 600)
+        self._run_until(self.ms + max(1, to_ms(seconds)))
+
+    def step(self):
+        """Move the clock to the next moment something happens, and do it.
+        An idle worker polling an empty queue is not something."""
+        logged_before = self.events_logged
+        for _ in range(10_000):
+            if not self._anything_pending():
+                break
+            self._run_until(max(self.ms, self._next_due()))
+            if self.events_logged > logged_before:
+                return None
+        return "nothing is waiting to happen: enqueue a job, or restart a worker"
+
+    # ---- the engine
+
+    def _checked_lease(self, seconds):
+        return float(round(check_number("lease", seconds, 0.1, 600), 3))
+
+    def _worker(self, index):
+        last = len(self.workers) - 1
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= last:
+            raise ValueError(f"no worker {index!r}: worker indexes are 0 to {last}")
+        return self.workers[index]
+
+    def _run_until(self, target):
+        """Run every due moment up to target, in time order, then stop the clock there."""
+        while True:
+            due = self._next_due()
+            if due is None or due > target:
+                break
+            self.ms = max(self.ms, due)
+            self._run_moment()
+        self.ms = target
+
+    def _next_due(self):
+        dues = [w.due for w in self.workers if w.alive]
+        dues += [until for until, _, _ in self._leases_to_announce()]
+        return min(dues, default=None)
+
+    def _run_moment(self):
+        """Everything due now, in a fixed order: leases that ran out, then
+        the workers, first to last."""
+        for until, job_id, token in sorted(self._leases_to_announce()):
+            if until <= self.ms:
+                self._announce_expiry(job_id, token)
+        for worker in self.workers:
+            if worker.alive and worker.due <= self.ms:
+                self._move_on(worker)
+
+    def _move_on(self, worker):
+        """An idle worker polls; a sending one has sent; a sent one acks."""
+        if worker.phase == "idle":
+            self._claim(worker)
+        elif worker.phase == "sending":
+            self._send(worker)
+        else:
+            self._ack(worker)
+
+    def _leases_to_announce(self):
+        rows = self.producer.db.execute(
+            "SELECT locked_until, id, locked_by FROM jobs WHERE status = 'running'")
+        return [(to_ms(until), job_id, token) for until, job_id, token in rows
+                if token not in self.announced]
+
+    def _announce_expiry(self, job_id, token):
+        self.announced.add(token)
+        still = " and is still working on it" if self._owner(token) else ""
+        self._log("expired", f"job {job_id}'s lease expired; {self.holder[token]} held it{still}")
+
+    def _owner(self, token):
+        """The worker whose current claim has this token, if any (a dead
+        worker holds nothing)."""
+        for worker in self.workers:
+            if worker.job is not None and worker.job.token == token:
+                return worker
+        return None
+
+    def _anything_pending(self):
+        busy = any(w.phase in ("sending", "sent") for w in self.workers)
+        someone_idle = any(w.phase == "idle" for w in self.workers)
+        waiting = self.producer.db.execute(
+            "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')").fetchone()[0]
+        return busy or bool(self._leases_to_announce()) or (someone_idle and waiting > 0)
+
+    # ---- a worker's life, one phase at a time
+
+    def _claim(self, worker):
+        job = worker.queue.claim()
+        if job is None:
+            worker.due = self.ms + to_ms(POLL_SECONDS)
+            return
+        previous = self.last_holder.get(job.id)
+        self.holder[job.token] = worker.name
+        self.last_holder[job.id] = worker.name
+        worker.job, worker.phase, worker.due = job, "sending", self.ms + to_ms(SEND_SECONDS)
+        if job.attempts == 1:
+            self._log("claimed", f"{worker.name} claimed job {job.id} (attempt 1)")
+            return
+        # tinyq claims a running job only when its lease has run out: a takeover.
+        if previous == worker.name:
+            previous = f"the earlier {previous}"
+        self._log("takeover", f"{worker.name} took over job {job.id} from {previous} "
+                              f"(attempt {job.attempts})")
+        self.earned.add("takeover")
+
+    def _send(self, worker):
+        job = worker.job
+        address = job.args["address"]
+        duplicate = any(email["job"] == job.id for email in self.outbox)
+        self.outbox.append({"n": len(self.outbox) + 1, "time": self.now(), "job": job.id,
+                            "address": address, "worker": worker.name, "duplicate": duplicate})
+        note = f": a duplicate, job {job.id} was emailed before" if duplicate else ""
+        self._log("duplicate" if duplicate else "sent",
+                  f"{worker.name} sent the email for job {job.id} to {address}{note}")
+        if duplicate:
+            self.earned.add("duplicate")
+        worker.phase, worker.due = "sent", self.ms + to_ms(ACK_SECONDS)
+
+    def _ack(self, worker):
+        job = worker.job
+        worker.job, worker.phase = None, "idle"
+        try:
+            worker.queue.finish(job, "done")
+        except tinyq.LeaseLost:
+            # The fencing token is stale: the row is someone else's now.
+            self._log("lost", f"{worker.name} lost job {job.id}: another worker holds it, "
+                              f"so its acknowledgement changed nothing")
+        else:
+            self._log("done", f"{worker.name} acknowledged job {job.id}: done")
+        self._claim(worker)              # a worker asks for its next job at once
+
+    def _log(self, kind, text):
+        self.events_logged += 1
+        self.events.append({"n": self.events_logged, "time": self.now(), "kind": kind,
+                            "text": f"{say_seconds(self.ms)}: {text}"})
+
+    # ---- what the page shows
+
+    def state(self):
+        return {
+            "time": self.now(),
+            "lease": self.lease,
+            "seed": self.seed,
+            "timing": {"send": SEND_SECONDS, "ack": ACK_SECONDS, "poll": POLL_SECONDS},
+            "workers": [self._worker_state(w) for w in self.workers],
+            "jobs": self._jobs_state(),
+            "outbox": [dict(email) for email in self.outbox],
+            "events": list(self.events),
+            "tasks": [{"id": key, "text": text, "done": key in self.earned}
+                      for key, text in TASKS.items()],
+        }
+
+    def _worker_state(self, worker):
+        busy = worker.phase in ("sending", "sent")
+        return {
+            "index": worker.index,
+            "name": worker.name,
+            "alive": worker.alive,
+            "phase": worker.phase,
+            "job": worker.job.id if worker.job else None,
+            "seconds_left": round((worker.due - self.ms) / 1000, 3) if busy else None,
+        }
+
+    def _jobs_state(self):
+        rows = self.producer.db.execute(
+            "SELECT id, args, status, attempts, locked_by, locked_until FROM jobs ORDER BY id")
+        return [{
+            "id": job_id,
+            "address": json.loads(args)["address"],
+            "status": status,
+            "attempts": attempts,
+            "locked_by": token[:6] if token else None,
+            "holder": self.holder.get(token),
+            "lease_left": round(until - self.now(), 3) if status == "running" else None,
+        } for job_id, args, status, attempts, token, until in rows]
+
+
+# ---- the text program: one scripted story
+
+def story(seed):
+    """Three jobs; worker 1 is killed after sending its email and before
+    acknowledging it; its lease runs out and another worker sends it again."""
+    sim = KillableQueue(seed=seed)
+    shown = 0
+
+    def show_new_events():
+        nonlocal shown
+        for event in sim.events:
+            if event["n"] > shown:
+                print(event["text"])
+        shown = sim.events_logged
+
+    def run_until(condition):
+        while not condition():
+            sim.tick(0.1)
+            show_new_events()
+
+    try:
+        print(f"seed {seed}; lease {sim.lease:g} s; {len(sim.workers)} workers; "
+              f"sending takes {SEND_SECONDS:g} s, acknowledging {ACK_SECONDS:g} s later")
+        sim.enqueue(3)
+        show_new_events()
+        run_until(lambda: sim.workers[0].phase == "sent")
+        sim.tick(0.2)                    # between the send and the acknowledgement
+        show_new_events()
+        sim.kill(0)
+        show_new_events()
+        run_until(lambda: "takeover" in sim.earned)
+        run_until(lambda: all(job["status"] == "done" for job in sim.state()["jobs"]))
+        print_outbox(sim.state())
+    finally:
+        sim.close()
+
+
+def print_outbox(state):
+    print("\noutbox:")
+    for email in state["outbox"]:
+        mark = "  (duplicate)" if email["duplicate"] else ""
+        print(f"  {email['n']}. {email['time']:5.1f} s  job {email['job']} to "
+              f"{email['address']}, sent by {email['worker']}{mark}")
+    print("\njobs table:")
+    print("  id  status   attempts  locked_by")
+    for job in state["jobs"]:
+        token = job["locked_by"] or "-"
+        print(f"  {job['id']:2}  {job['status']:7}  {job['attempts']:8}  {token}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="The killable queue, as a scripted story.")
+    parser.add_argument("--seed", type=int, default=1, help="seeds the claim tokens")
+    story(parser.parse_args(argv).seed)
+
+
+if __name__ == "__main__":
+    main()

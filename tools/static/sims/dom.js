@@ -1,0 +1,23 @@
+// Small helpers the simulations share for building their pieces of page.
+
+export function el(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name.startsWith("on")) {
+      element.addEventListener(name.slice(2), value);
+    } else if (value !== false && value !== null && value !== undefined) {
+      element.setAttribute(name, value === true ? "" : value);
+    }
+  }
+  element.append(...children.flat().filter((child) => child !== null && child !== undefined));
+  return element;
+}
+
+// A checklist of the tasks an engine reports, ticked when earned.
+export function taskList(tasks) {
+  return el("ul", { class: "sim-tasks" }, tasks.map((task) =>
+    el("li", { class: task.done ? "done" : "", "data-task": task.id },
+      el("span", { class: "mark", "aria-hidden": "true" }, task.done ? "✓" : "○"),
+      el("span", { class: "visually-hidden" }, task.done ? "Done: " : "To do: "),
+      task.text)));
+}

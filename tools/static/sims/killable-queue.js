@@ -1,0 +1,109 @@
+// The killable queue (Chapters 4 and 5): a producer, the jobs table and three
+// workers, all tinyq, on a virtual clock. The reader adds jobs, kills and
+// restarts workers, sets the lease, and plays or steps time.
+
+import { el, taskList } from "./dom.js";
+
+const TICK_MS = 200;                 // how often playing moves the clock
+const ANNOUNCED = new Set(["killed", "expired", "takeover", "duplicate", "lost"]);
+const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
+
+function seconds(value) {
+  return value === null || value === undefined ? "" : `${value.toFixed(1)} s`;
+}
+
+export function killableQueue(body, { act, announce }) {
+  let playing = null;
+  let lastEvent = 0;               // the number (n) of the last event read
+  const speed = el("select", { "aria-label": "Speed" },
+    el("option", { value: "1" }, "1×"), el("option", { value: "2" }, "2×"),
+    el("option", { value: "5" }, "5×"));
+  const lease = el("input", { type: "number", min: "1", max: "30", step: "1", value: "5",
+    id: "kq-lease", inputmode: "numeric" });
+  const play = el("button", { type: "button", "aria-pressed": "false", onclick: togglePlay },
+    "Play");
+  const clock = el("span", { class: "sim-clock" });
+  const controls = el("div", { class: "sim-controls" },
+    el("button", { type: "button", onclick: () => act("enqueue", 1) }, "Add a job"),
+    play,
+    el("button", { type: "button", onclick: () => act("step") }, "Step to the next event"),
+    el("label", {}, "Speed ", speed),
+    el("label", { for: "kq-lease" }, "Lease (s) "), lease,
+    el("button", { type: "button", onclick: () => act("set_lease", Number(lease.value)) },
+      "Set lease"),
+    el("button", { type: "button", onclick: reset }, "Reset"),
+    clock);
+  const workers = el("tbody");
+  const jobs = el("tbody");
+  const outbox = el("ol", { class: "sim-outbox" });
+  const events = el("ol", { class: "sim-events" });
+  const tasks = el("div");
+  body.append(controls,
+    el("div", { class: "sim-panels" },
+      el("section", { "aria-label": "Workers" }, el("h4", {}, "Workers"),
+        el("table", {}, el("thead", {}, el("tr", {},
+          el("th", {}, "Worker"), el("th", {}, "Doing"), el("th", {}, "Job"),
+          el("th", {}, "Time left"), el("th", {}, el("span", { class: "visually-hidden" },
+            "Action")))), workers)),
+      el("section", { "aria-label": "Jobs table" }, el("h4", {}, "The jobs table"),
+        el("table", {}, el("thead", {}, el("tr", {},
+          el("th", {}, "Job"), el("th", {}, "Email to"), el("th", {}, "Status"),
+          el("th", {}, "Attempts"), el("th", {}, "Lease left"))), jobs)),
+      el("section", { "aria-label": "Outbox" }, el("h4", {}, "Outbox"), outbox),
+      el("section", { "aria-label": "What happened" }, el("h4", {}, "What happened"), events)),
+    el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks));
+
+  function togglePlay() {
+    if (playing) {
+      clearInterval(playing);
+      playing = null;
+    } else {
+      // With reduced motion, the table changes less often: bigger steps.
+      const every = reducedMotion.matches ? TICK_MS * 5 : TICK_MS;
+      playing = setInterval(() => act("tick", (every / 1000) * Number(speed.value)), every);
+    }
+    play.textContent = playing ? "Pause" : "Play";
+    play.setAttribute("aria-pressed", String(Boolean(playing)));
+  }
+
+  function reset() {
+    if (playing) {
+      togglePlay();
+    }
+    lastEvent = 0;
+    act("new", { lease: Number(lease.value) });
+  }
+
+  function draw(state) {
+    clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s · seed ${state.seed}`;
+    workers.replaceChildren(...state.workers.map((worker) => el("tr", {},
+      el("th", { scope: "row" }, worker.name),
+      el("td", {}, worker.alive ? worker.phase : "dead ✗"),
+      el("td", {}, worker.job === null ? "" : `job ${worker.job}`),
+      el("td", {}, seconds(worker.seconds_left)),
+      el("td", {}, worker.alive
+        ? el("button", { type: "button", "aria-label": `Kill ${worker.name}`,
+          onclick: () => act("kill", worker.index) }, "Kill")
+        : el("button", { type: "button", "aria-label": `Restart ${worker.name}`,
+          onclick: () => act("restart", worker.index) }, "Restart")))));
+    jobs.replaceChildren(...state.jobs.map((job) => el("tr", {},
+      el("th", { scope: "row" }, String(job.id)), el("td", {}, job.address),
+      el("td", {}, job.status), el("td", {}, String(job.attempts)),
+      el("td", {}, job.status === "running" ? seconds(job.lease_left) : ""))));
+    outbox.replaceChildren(...state.outbox.map((email) => el("li",
+      { class: email.duplicate ? "duplicate" : "" },
+      `job ${email.job} to ${email.address}, sent by ${email.worker}`,
+      email.duplicate ? el("strong", {}, " ⚠ duplicate") : null)));
+    events.replaceChildren(...state.events.slice(-8).map((event) =>
+      el("li", { class: `event-${event.kind}` }, event.text)));
+    tasks.replaceChildren(taskList(state.tasks));
+    const news = state.events.filter((event) => event.n > lastEvent && ANNOUNCED.has(event.kind))
+      .map((event) => event.text);
+    if (news.length) {
+      announce(news.join(". "));
+    }
+    lastEvent = state.events.length ? state.events[state.events.length - 1].n : lastEvent;
+  }
+
+  return { draw, options: { lease: 5 } };
+}

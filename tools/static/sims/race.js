@@ -1,0 +1,85 @@
+// The race stepper (Chapter 4): two workers run Exercise 5's claim one
+// statement at a time, in the order the reader chooses, on a real SQLite
+// table. "Try every interleaving" runs all orders and counts duplicates.
+
+import { el, taskList } from "./dom.js";
+
+export function race(body, { act, announce }) {
+  let claim = "naive";
+  const choices = ["naive", "atomic"].map((value) => el("label", {},
+    el("input", { type: "radio", name: `race-claim-${Math.random().toString(36).slice(2)}`,
+      value, checked: value === claim, onchange: () => choose(value) }),
+    ` the ${value} claim`));
+  const stepButtons = [0, 1].map((worker) => el("button",
+    { type: "button", onclick: () => act("step", worker) }, `Step worker ${worker + 1}`));
+  const code = el("pre", { class: "sim-code", tabindex: "0", "aria-label": "The code" });
+  const table = el("tbody");
+  const outbox = el("ol", { class: "sim-outbox" });
+  const result = el("p", { class: "sim-result" });
+  const everyOrder = el("p", { class: "sim-every" });
+  const tasks = el("div");
+  body.append(
+    el("div", { class: "sim-controls" },
+      el("fieldset", {}, el("legend", {}, "Both workers use"), ...choices),
+      ...stepButtons,
+      el("button", { type: "button", onclick: () => act("reset", claim) }, "Reset"),
+      el("button", { type: "button", onclick: tryEveryOrder }, "Try every interleaving")),
+    el("div", { class: "sim-panels" },
+      el("section", { "aria-label": "Code", class: "wide" },
+        el("h4", {}, "Where each worker is: W1 and W2 mark the line each runs next"), code),
+      el("section", { "aria-label": "Jobs table" }, el("h4", {}, "The jobs table"),
+        el("table", {}, el("thead", {}, el("tr", {},
+          el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Worker"))), table)),
+      el("section", { "aria-label": "Outbox" }, el("h4", {}, "Outbox"), outbox, result)),
+    everyOrder,
+    el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks));
+
+  function choose(value) {
+    claim = value;
+    act("reset", claim);
+  }
+
+  async function tryEveryOrder() {
+    const counts = [];
+    for (const each of ["naive", "atomic"]) {
+      const answer = await act("every_interleaving", each);
+      if (answer) {
+        counts.push(`the ${each} claim: ${answer.duplicates} of ${answer.schedules} orders ` +
+          "send an email twice");
+      }
+    }
+    everyOrder.textContent = `Every interleaving, one job: ${counts.join("; ")}.`;
+    announce(everyOrder.textContent);
+  }
+
+  function draw(state) {
+    const marks = state.code.map(() => []);
+    state.workers.forEach((worker, index) => {
+      if (worker.next_line !== null && worker.next_line !== undefined) {
+        marks[worker.next_line - 1].push(`W${index + 1}`);
+      }
+    });
+    code.replaceChildren(...state.code.map((line, index) => el("span",
+      { class: marks[index].length ? "line next" : "line" },
+      `${marks[index].join(",").padEnd(6)}${line}\n`)));
+    stepButtons.forEach((button, index) => {
+      const worker = state.workers[index];
+      button.disabled = worker.done;
+      button.title = worker.last || "";
+    });
+    table.replaceChildren(...state.table.map((row) => el("tr", {},
+      el("th", { scope: "row" }, String(row.id)), el("td", {}, row.status),
+      el("td", {}, row.worker || ""))));
+    outbox.replaceChildren(...state.outbox.map((email) => el("li",
+      { class: email.duplicate ? "duplicate" : "" },
+      `job ${email.job}, sent by ${email.worker}`,
+      email.duplicate ? el("strong", {}, " ⚠ duplicate") : null)));
+    result.textContent = state.result;
+    tasks.replaceChildren(taskList(state.tasks));
+    const last = state.workers.map((worker, index) => worker.last &&
+      `Worker ${index + 1}: ${worker.last}`).filter(Boolean);
+    announce([...last, state.result].join(". "));
+  }
+
+  return { draw, options: { claim: "naive" } };
+}

@@ -1,0 +1,93 @@
+// The simulations: each `.sim-mount[data-sim]` the build leaves in a page
+// becomes a start button. Starting one boots Python (once per page) and
+// draws the simulation from the state its Python engine reports after
+// every action. Everything runs in the reader's browser.
+
+import { call, stop } from "./runtime.js";
+import { killableQueue } from "./killable-queue.js";
+import { race } from "./race.js";
+import { el } from "./dom.js";
+
+const SIMS = { "killable-queue": killableQueue, race };
+const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
+
+function mount(element, number) {
+  const name = element.dataset.sim;
+  const sim = SIMS[name];
+  if (!sim) {
+    return;
+  }
+  const instance = `${name}-${number}`;
+  const status = el("p", { class: "sim-status", role: "status" });
+  const announcer = el("p", { class: "visually-hidden", "aria-live": "polite" });
+  const body = el("div", { class: "sim-body", hidden: true });
+  const start = el("button", { type: "button", class: "sim-start" }, `Start the simulation`);
+  element.append(el("div", { class: "sim-bar" }, start, status), body, announcer);
+  element.dataset.state = "idle";
+  let busy = false;
+  let view = null;
+
+  function setState(state, message) {
+    element.dataset.state = state;
+    status.textContent = message;
+  }
+
+  async function act(method, ...args) {
+    if (busy) {
+      return null;
+    }
+    busy = true;
+    const slow = setTimeout(() => stuck(), SLOW_CALL_MS);
+    try {
+      const answer = await call({ sim: name, instance, method, args });
+      if (!answer.ok) {
+        setState("ready", `That did not work: ${answer.error}`);
+        return null;
+      }
+      view.draw(answer.state);
+      return answer.result;
+    } catch (error) {
+      failed(error);
+      return null;
+    } finally {
+      clearTimeout(slow);
+      busy = false;
+    }
+  }
+
+  function announce(text) {
+    announcer.textContent = text;
+  }
+
+  function failed(error) {
+    setState("error", `The simulation stopped: ${error.message}.`);
+    start.textContent = "Start again";
+    start.hidden = false;
+    body.hidden = true;
+  }
+
+  function stuck() {
+    stop();                   // the only way to stop Python that does not answer
+    failed(new Error("Python did not answer, so it was stopped"));
+  }
+
+  start.addEventListener("click", async () => {
+    start.hidden = true;
+    setState("loading", "Starting Python in your browser (a few seconds the first time)…");
+    body.replaceChildren();
+    view = sim(body, { act, announce });
+    try {
+      const answer = await call({ sim: name, instance, method: "new", args: [view.options || {}] });
+      if (!answer.ok) {
+        throw new Error(answer.error);
+      }
+      body.hidden = false;
+      view.draw(answer.state);
+      setState("ready", "Ready.");
+    } catch (error) {
+      failed(error);
+    }
+  });
+}
+
+document.querySelectorAll(".sim-mount[data-sim]").forEach(mount);
