@@ -35,7 +35,7 @@ serve: site
 check: $(CHECK_NEEDS)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-bench: $(BENCH_INSTALLED)
+bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) chromium
 	$(VENV)/bin/python tools/bench.py
 
 $(INSTALLED): requirements.txt

@@ -272,3 +272,45 @@ def test_started_simulations_have_no_serious_accessibility_violations(browser, s
             .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
         assert violations == [], name
     context.close()
+
+
+def test_a_boot_that_never_ends_gives_up_with_a_message(page, site_url):
+    """Pyodide's loader waits for ever when its wasm never arrives; the page
+    gives up after its boot timeout, says so, and offers to start again."""
+    page.clock.install()
+    stalled = []
+    page.route("**/pyodide.asm.wasm", lambda route: stalled.append(route))   # never answered
+    page.goto(f"{site_url}/the-worker-where-work-happens.html")
+    sim = page.locator('.sim-mount[data-sim="race"]')
+    sim.get_by_role("button", name="Start the simulation").click()
+    expect(sim).to_have_attribute("data-state", "loading")
+    for _ in range(100):                 # until the worker has asked for the wasm
+        if stalled:
+            break
+        page.wait_for_timeout(100)
+    assert stalled, "the wasm was never requested"
+    page.clock.fast_forward(61_000)
+    expect(sim).to_have_attribute("data-state", "error")
+    expect(sim.locator(".sim-status")).to_contain_text("Python did not start within 60 s")
+    expect(sim.get_by_role("button", name="Start again")).to_be_visible()
+
+
+def test_the_race_stepper_plays_a_seeded_order_again_the_same_way(watched, site_url):
+    sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race")
+    sim.get_by_label("Speed").select_option("3")
+
+    def play_to_the_end():
+        sim.get_by_role("button", name="Play a random order").click()
+        for worker in (1, 2):
+            expect(sim.get_by_role("button", name=f"Step worker {worker}")).to_be_disabled(
+                timeout=20000)
+        return sim.locator(".sim-outbox").inner_text(), sim.locator(".sim-result").inner_text()
+
+    expect(sim.locator(".sim-clock")).to_have_text("seed 1")
+    first = play_to_the_end()
+    sim.get_by_role("button", name="Reset").click()
+    expect(sim.get_by_role("button", name="Step worker 1")).to_be_enabled()
+    assert play_to_the_end() == first
+    sim.get_by_role("button", name="Another order").click()
+    expect(sim.locator(".sim-clock")).to_have_text("seed 2")
+    assert watched.problems == []

@@ -11,7 +11,10 @@
   litequeue (the goal is tinyq at least 3 times huey); tinyq's rate with
   100,000 jobs queued against 1,000 (at least 0.8 times); and the wall time
   of code/capstone/chaos.py (at most 3 s). make bench installs huey and
-  litequeue from requirements-bench.txt.
+  litequeue from requirements-bench.txt;
+- simulations (tools/bench_sims.py): click to interactive against a bare
+  Pyodide boot in Chromium (at most 1.3 times), and main-thread blocking
+  while a simulation starts (none).
 """
 import collections
 import gzip
@@ -27,6 +30,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import bench_queues
+import bench_sims
 import build
 from markup import expand
 
@@ -88,6 +92,7 @@ def main():
         packed = sum(len(gzip.compress(f.read_bytes())) for f in files)
         print(f"first chapter ({first.name}) and what it loads, {len(files)} files:")
         print(f"  {raw:,} bytes ({raw / 1024:.1f} KB); {packed:,} bytes gzipped")
+        bench_sims.main(out)
 
 
     race_without_the_gap()

@@ -4,14 +4,38 @@
 
 import { el, taskList } from "./dom.js";
 
+const STEP_MS = 700;                  // one statement per step when playing
+
+// A small seeded random generator (mulberry32): the same seed plays the
+// same order of steps, so a run the reader found can be found again.
+function seeded(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export function race(body, { act, announce }) {
   let claim = "naive";
+  let seed = 1;
+  let random = seeded(seed);
+  let playing = null;
+  let finished = [false, false];
   const choices = ["naive", "atomic"].map((value) => el("label", {},
     el("input", { type: "radio", name: `race-claim-${Math.random().toString(36).slice(2)}`,
       value, checked: value === claim, onchange: () => choose(value) }),
     ` the ${value} claim`));
   const stepButtons = [0, 1].map((worker) => el("button",
     { type: "button", onclick: () => act("step", worker) }, `Step worker ${worker + 1}`));
+  const play = el("button", { type: "button", "aria-pressed": "false", onclick: togglePlay },
+    "Play a random order");
+  const speed = el("select", { "aria-label": "Speed" },
+    el("option", { value: "1" }, "1×"), el("option", { value: "3" }, "3×"));
+  const seedShown = el("span", { class: "sim-clock" });
   const code = el("pre", { class: "sim-code", tabindex: "0", "aria-label": "The code" });
   const table = el("tbody");
   const outbox = el("ol", { class: "sim-outbox" });
@@ -21,9 +45,11 @@ export function race(body, { act, announce }) {
   body.append(
     el("div", { class: "sim-controls" },
       el("fieldset", {}, el("legend", {}, "Both workers use"), ...choices),
-      ...stepButtons,
-      el("button", { type: "button", onclick: () => act("reset", claim) }, "Reset"),
-      el("button", { type: "button", onclick: tryEveryOrder }, "Try every interleaving")),
+      ...stepButtons, play, el("label", {}, "Speed ", speed),
+      el("button", { type: "button", onclick: () => restart(seed + 1) }, "Another order"),
+      el("button", { type: "button", onclick: () => restart(seed) }, "Reset"),
+      el("button", { type: "button", onclick: tryEveryOrder }, "Try every interleaving"),
+      seedShown),
     el("div", { class: "sim-panels" },
       el("section", { "aria-label": "Code", class: "wide" },
         el("h4", {}, "Where each worker is: W1 and W2 mark the line each runs next"), code),
@@ -36,7 +62,39 @@ export function race(body, { act, announce }) {
 
   function choose(value) {
     claim = value;
+    restart(seed);
+  }
+
+  // Back to the start; playing then replays the order this seed gives.
+  function restart(newSeed) {
+    stopPlaying();
+    seed = newSeed;
+    random = seeded(seed);
     act("reset", claim);
+  }
+
+  function stopPlaying() {
+    clearInterval(playing);
+    playing = null;
+    play.setAttribute("aria-pressed", "false");
+    play.textContent = "Play a random order";
+  }
+
+  function togglePlay() {
+    if (playing) {
+      stopPlaying();
+      return;
+    }
+    playing = setInterval(() => {
+      const able = [0, 1].filter((worker) => !finished[worker]);
+      if (!able.length) {
+        stopPlaying();
+        return;
+      }
+      act("step", able[Math.floor(random() * able.length)]);
+    }, STEP_MS / Number(speed.value));
+    play.setAttribute("aria-pressed", "true");
+    play.textContent = "Pause";
   }
 
   async function tryEveryOrder() {
@@ -62,6 +120,8 @@ export function race(body, { act, announce }) {
     code.replaceChildren(...state.code.map((line, index) => el("span",
       { class: marks[index].length ? "line next" : "line" },
       `${marks[index].join(",").padEnd(6)}${line}\n`)));
+    seedShown.textContent = `seed ${seed}`;
+    finished = state.workers.map((worker) => worker.done);
     stepButtons.forEach((button, index) => {
       const worker = state.workers[index];
       button.disabled = worker.done;
