@@ -259,19 +259,23 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
 
 
 def test_started_simulations_have_no_serious_accessibility_violations(browser, site_url):
+    """All four, started on the one page that holds them all (one Python)."""
     context = browser.new_context(bypass_csp=True)       # for axe, as above
     page = context.new_page()
-    for chapter, name in [("the-worker-where-work-happens.html", "race"),
-                          ("when-workers-die-leases.html", "killable-queue")]:
-        sim = start_simulation(page, site_url, chapter, name)
-        sim.get_by_role("button", name="Add a job" if name == "killable-queue"
-                        else "Step worker 1").click()
-        page.add_script_tag(path=str(AXE))
-        violations = page.evaluate("""async () => (await axe.run('.sim')).violations
-            .filter(v => v.impact === 'serious' || v.impact === 'critical')
-            .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
-        assert violations == [], name
+    page.goto(f"{site_url}/all.html")
+    first_moves = {"race": "Step worker 1", "killable-queue": "Add a job",
+                   "crash-timing": "Run", "payment": "Run all charges"}
+    for name, move in first_moves.items():
+        sim = page.locator(f'.sim-mount[data-sim="{name}"]')
+        sim.get_by_role("button", name="Start the simulation").click()
+        expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+        sim.get_by_role("button", name=move, exact=True).click()
+    page.add_script_tag(path=str(AXE))
+    violations = page.evaluate("""async () => (await axe.run('.sim')).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
     context.close()
+    assert violations == []
 
 
 def test_a_boot_that_never_ends_gives_up_with_a_message(page, site_url):
@@ -313,4 +317,70 @@ def test_the_race_stepper_plays_a_seeded_order_again_the_same_way(watched, site_
     assert play_to_the_end() == first
     sim.get_by_role("button", name="Another order").click()
     expect(sim.locator(".sim-clock")).to_have_text("seed 2")
+    assert watched.problems == []
+
+
+CHAPTER_8 = "idempotency-making-repeats-harmless.html"
+
+
+def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+
+    def run(protection, crash):
+        sim.get_by_label("Protection").select_option(protection)
+        sim.get_by_label("Crash").select_option(crash)
+        expect(sim.get_by_label("Crash")).to_have_value(crash)
+        sim.get_by_role("button", name="Run", exact=True).click()
+        sim.get_by_role("button", name="Show all").click()
+        return sim.locator(".sim-result")
+
+    expect(run("none", "after-effect")).to_have_text("Outcome: ⚠ duplicate (2 effects)")
+    expect(task_done(sim, "duplicate")).to_have_class("done")
+    expect(run("ack-first", "between-ack-and-effect")).to_have_text("Outcome: ✗ lost (0 effects)")
+    expect(task_done(sim, "lost")).to_have_class("done")
+    expect(run("key", "between-effect-and-key")).to_contain_text("duplicate")
+    expect(run("transaction", "between-effect-and-key")).to_contain_text("exactly once")
+    expect(task_done(sim, "key-not-enough")).to_have_class("done")
+    sim.get_by_role("button", name="Show every crash and protection").click()
+    matrix = sim.locator(".sim-matrix table")
+    expect(matrix.locator("tbody tr")).to_have_count(7)
+    expect(matrix.locator("tr", has_text="inside the open transaction")).to_contain_text(
+        "✓ exactly once (1 effect)")
+    assert watched.problems == []
+
+
+def test_the_payment_simulator_tasks_and_the_o7_story(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
+
+    def run_all(keys, attempts="5"):
+        sim.get_by_label("Keys", exact=True).select_option(keys)
+        sim.get_by_label("Attempts", exact=True).fill(attempts)
+        sim.get_by_role("button", name="Run all charges").click()
+        expect(sim.locator(".sim-result")).to_contain_text("she has paid")
+
+    run_all("fresh")                                    # seed 1 loses replies
+    expect(sim.locator(".sim-result")).to_contain_text("more")
+    expect(task_done(sim, "overcharge")).to_have_class("done")
+    run_all("stable")
+    expect(sim.locator(".sim-result")).to_contain_text(
+        "Alice should have paid $50.00; she has paid $50.00")
+    expect(task_done(sim, "impossible")).to_have_class("done")
+    run_all("stable", attempts="1")
+    expect(sim.locator("tr.dead").first).to_contain_text("dead")
+    expect(task_done(sim, "dead")).to_have_class("done")
+
+    next_step = sim.get_by_role("button", name="Next step of O7")
+    while next_step.is_enabled():
+        next_step.click()
+        watched.wait_for_timeout(50)
+    story = sim.locator(".sim-story")
+    expect(story).to_contain_text("C9")
+    expect(task_done(sim, "reconcile")).to_have_class("done")
+    sim.get_by_label("Trust keys past their 24 h").check()
+    sim.get_by_role("button", name="Start O7 over").click()
+    expect(next_step).to_be_enabled()
+    while next_step.is_enabled():
+        next_step.click()
+        watched.wait_for_timeout(50)
+    expect(task_done(sim, "blind")).to_have_class("done")
     assert watched.problems == []

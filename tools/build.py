@@ -34,7 +34,8 @@ PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
                  "pyodide-lock.json", "package.json"]
 # The Python the simulations run: their engines, and the course code they drive.
 SIM_SOURCES = {"sims": TOOLS / "sims", "capstone/tinyq.py": ROOT / "code/capstone/tinyq.py",
-               "ex05_two_workers.py": ROOT / "code/ex05_two_workers.py"}
+               "ex05_two_workers.py": ROOT / "code/ex05_two_workers.py",
+               "ex09_charge_worker.py": ROOT / "code/ex09_charge_worker.py"}
 PANDOC_VERSION = "3.9"
 HIGHLIGHT_STYLE = "haddock"        # passes axe's contrast check (see notes)
 

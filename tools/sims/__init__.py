@@ -7,4 +7,6 @@ wall-clock reads. The same code runs in the reader's browser under Pyodide
 
     python3 tools/sims/killable_queue.py    workers, leases and a kill (Chapters 4-5)
     python3 tools/sims/race.py              two claims, one statement at a time (Chapter 4)
+    python3 tools/sims/crash_timing.py      every crash moment against every protection (5-8)
+    python3 tools/sims/payment.py           the flaky bank, retries and keys; --o7 (6-8, 10)
 """

@@ -4,7 +4,8 @@
     call('{"sim": "race", "instance": "race-1", "method": "new", "args": {"claim": "naive"}}')
     call('{"sim": "race", "instance": "race-1", "method": "step", "args": [0]}')
 
-A request names the simulation ("killable-queue" or "race"), an instance id
+A request names the simulation ("killable-queue", "race", "crash-timing",
+"payment" or "o7"), an instance id
 chosen by the page (several can live at once), a method and its arguments:
 a list (positional) or an object (keywords). "new" makes the instance (its
 args go to the constructor) and "close" frees it. The answer is always JSON:
@@ -19,10 +20,12 @@ import sys
 from pathlib import Path
 
 if __package__:                 # imported as sims.api (pytest, or the page)
-    from . import killable_queue, race
+    from . import crash_timing, killable_queue, payment, race
 else:                           # run as a file, or imported from tools/sims itself
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import crash_timing
     import killable_queue
+    import payment
     import race
 # Each engine puts the course code it runs (code/, code/capstone/) on sys.path.
 
@@ -36,6 +39,21 @@ SIMS = {
         "make": race.Race,
         "methods": {"step", "reset", "state"},
         "functions": {"every_interleaving": race.every_interleaving},
+    },
+    "crash-timing": {
+        "make": crash_timing.CrashTiming,
+        "methods": {"choose", "run", "matrix", "state"},
+        "functions": {},
+    },
+    "payment": {
+        "make": payment.Payment,
+        "methods": {"configure", "run", "step", "state"},
+        "functions": {},
+    },
+    "o7": {
+        "make": payment.O7Story,
+        "methods": {"next", "reset", "state"},
+        "functions": {},
     },
 }
 

@@ -21,3 +21,27 @@ export function taskList(tasks) {
       el("span", { class: "visually-hidden" }, task.done ? "Done: " : "To do: "),
       task.text)));
 }
+
+// Play and Pause on one button: calls step() every interval() milliseconds
+// until finished() says so or the reader presses it again.
+export function player(button, interval, step, finished = () => false) {
+  const label = button.textContent;
+  let timer = null;
+
+  function stop() {
+    clearInterval(timer);
+    timer = null;
+    button.textContent = label;
+    button.setAttribute("aria-pressed", "false");
+  }
+
+  function start() {
+    timer = setInterval(() => (finished() ? stop() : step()), interval());
+    button.textContent = "Pause";
+    button.setAttribute("aria-pressed", "true");
+  }
+
+  button.setAttribute("aria-pressed", "false");
+  button.addEventListener("click", () => (timer ? stop() : start()));
+  return { stop };
+}

@@ -2,7 +2,7 @@
 // workers, all tinyq, on a virtual clock. The reader adds jobs, kills and
 // restarts workers, sets the lease, and plays or steps time.
 
-import { el, taskList } from "./dom.js";
+import { el, player, taskList } from "./dom.js";
 
 const TICK_MS = 200;                 // how often playing moves the clock
 const ANNOUNCED = new Set(["killed", "expired", "takeover", "duplicate", "lost"]);
@@ -13,15 +13,17 @@ function seconds(value) {
 }
 
 export function killableQueue(body, { act, announce }) {
-  let playing = null;
   let lastEvent = 0;               // the number (n) of the last event read
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "2" }, "2×"),
     el("option", { value: "5" }, "5×"));
   const lease = el("input", { type: "number", min: "1", max: "30", step: "1", value: "5",
     id: "kq-lease", inputmode: "numeric" });
-  const play = el("button", { type: "button", "aria-pressed": "false", onclick: togglePlay },
-    "Play");
+  const play = el("button", { type: "button" }, "Play");
+  // With reduced motion, the tables change less often: bigger steps.
+  const every = () => (reducedMotion.matches ? TICK_MS * 5 : TICK_MS);
+  const playing = player(play, every,
+    () => act("tick", (every() / 1000) * Number(speed.value)));
   const clock = el("span", { class: "sim-clock" });
   const controls = el("div", { class: "sim-controls" },
     el("button", { type: "button", onclick: () => act("enqueue", 1) }, "Add a job"),
@@ -53,23 +55,8 @@ export function killableQueue(body, { act, announce }) {
       el("section", { "aria-label": "What happened" }, el("h4", {}, "What happened"), events)),
     el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks));
 
-  function togglePlay() {
-    if (playing) {
-      clearInterval(playing);
-      playing = null;
-    } else {
-      // With reduced motion, the table changes less often: bigger steps.
-      const every = reducedMotion.matches ? TICK_MS * 5 : TICK_MS;
-      playing = setInterval(() => act("tick", (every / 1000) * Number(speed.value)), every);
-    }
-    play.textContent = playing ? "Pause" : "Play";
-    play.setAttribute("aria-pressed", String(Boolean(playing)));
-  }
-
   function reset() {
-    if (playing) {
-      togglePlay();
-    }
+    playing.stop();
     lastEvent = 0;
     act("new", { lease: Number(lease.value) });
   }

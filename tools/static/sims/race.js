@@ -2,7 +2,7 @@
 // statement at a time, in the order the reader chooses, on a real SQLite
 // table. "Try every interleaving" runs all orders and counts duplicates.
 
-import { el, taskList } from "./dom.js";
+import { el, player, taskList } from "./dom.js";
 
 const STEP_MS = 700;                  // one statement per step when playing
 
@@ -23,7 +23,6 @@ export function race(body, { act, announce }) {
   let claim = "naive";
   let seed = 1;
   let random = seeded(seed);
-  let playing = null;
   let finished = [false, false];
   const choices = ["naive", "atomic"].map((value) => el("label", {},
     el("input", { type: "radio", name: `race-claim-${Math.random().toString(36).slice(2)}`,
@@ -31,8 +30,7 @@ export function race(body, { act, announce }) {
     ` the ${value} claim`));
   const stepButtons = [0, 1].map((worker) => el("button",
     { type: "button", onclick: () => act("step", worker) }, `Step worker ${worker + 1}`));
-  const play = el("button", { type: "button", "aria-pressed": "false", onclick: togglePlay },
-    "Play a random order");
+  const play = el("button", { type: "button" }, "Play a random order");
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "3" }, "3×"));
   const seedShown = el("span", { class: "sim-clock" });
@@ -60,6 +58,11 @@ export function race(body, { act, announce }) {
     everyOrder,
     el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks));
 
+  const playing = player(play, () => STEP_MS / Number(speed.value), () => {
+    const able = [0, 1].filter((worker) => !finished[worker]);
+    act("step", able[Math.floor(random() * able.length)]);
+  }, () => finished.every(Boolean));
+
   function choose(value) {
     claim = value;
     restart(seed);
@@ -67,35 +70,12 @@ export function race(body, { act, announce }) {
 
   // Back to the start; playing then replays the order this seed gives.
   function restart(newSeed) {
-    stopPlaying();
+    playing.stop();
     seed = newSeed;
     random = seeded(seed);
     act("reset", claim);
   }
 
-  function stopPlaying() {
-    clearInterval(playing);
-    playing = null;
-    play.setAttribute("aria-pressed", "false");
-    play.textContent = "Play a random order";
-  }
-
-  function togglePlay() {
-    if (playing) {
-      stopPlaying();
-      return;
-    }
-    playing = setInterval(() => {
-      const able = [0, 1].filter((worker) => !finished[worker]);
-      if (!able.length) {
-        stopPlaying();
-        return;
-      }
-      act("step", able[Math.floor(random() * able.length)]);
-    }, STEP_MS / Number(speed.value));
-    play.setAttribute("aria-pressed", "true");
-    play.textContent = "Pause";
-  }
 
   async function tryEveryOrder() {
     const counts = [];

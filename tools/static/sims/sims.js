@@ -6,9 +6,11 @@
 import { call, stop } from "./runtime.js";
 import { killableQueue } from "./killable-queue.js";
 import { race } from "./race.js";
+import { crashTiming } from "./crash-timing.js";
+import { payment } from "./payment.js";
 import { el } from "./dom.js";
 
-const SIMS = { "killable-queue": killableQueue, race };
+const SIMS = { "killable-queue": killableQueue, race, "crash-timing": crashTiming, payment };
 const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
 
 function mount(element, number) {
@@ -32,19 +34,32 @@ function mount(element, number) {
     status.textContent = message;
   }
 
-  async function act(method, ...args) {
+  // One call to this simulation's engine; the view draws the state it returns.
+  function act(method, ...args) {
+    return ask(name, instance, method, args, (state) => view.draw(state));
+  }
+
+  // A call to a second engine the view drives, such as the payment
+  // simulator's guided O7 story; drawn by the view's own callback.
+  function actOn(other, method, args, draw) {
+    return ask(other, `${instance}-${other}`, method, args, draw);
+  }
+
+  async function ask(sim, id, method, args, draw) {
     if (busy) {
       return null;
     }
     busy = true;
     const slow = setTimeout(() => stuck(), SLOW_CALL_MS);
     try {
-      const answer = await call({ sim: name, instance, method, args });
+      const answer = await call({ sim, instance: id, method, args });
       if (!answer.ok) {
         setState("ready", `That did not work: ${answer.error}`);
         return null;
       }
-      view.draw(answer.state);
+      if (answer.state) {
+        draw(answer.state);
+      }
       return answer.result;
     } catch (error) {
       failed(error);
@@ -75,7 +90,7 @@ function mount(element, number) {
     start.hidden = true;
     setState("loading", "Starting Python in your browser (a few seconds the first time)…");
     body.replaceChildren();
-    view = sim(body, { act, announce });
+    view = sim(body, { act, actOn, announce });
     try {
       const answer = await call({ sim: name, instance, method: "new", args: [view.options || {}] });
       if (!answer.ok) {
@@ -83,6 +98,9 @@ function mount(element, number) {
       }
       body.hidden = false;
       view.draw(answer.state);
+      if (view.started) {
+        await view.started();          // a view's second engine, if it has one
+      }
       setState("ready", "Ready.");
     } catch (error) {
       failed(error);

@@ -1,0 +1,605 @@
+"""The simulations of Chapters 5-8 and 10: the crash-timing explorer, the
+payment simulator and the O7 story, with their JSON API and their text
+programs. Everything runs on the engines' virtual clocks, so no test waits."""
+import contextlib
+import importlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from sims import api, crash_timing, payment
+from sims.crash_timing import CrashTiming
+from sims.payment import O7Story, Payment
+from test_sims import ask, instances, run_program  # noqa: F401  (instances: a fixture)
+
+import tinyq                    # on the path once the engines are imported
+
+SIMS = Path(__file__).resolve().parent.parent / "tools" / "sims"
+SEEDS = range(1, 31)
+
+
+def tasks(state):
+    return {task["id"]: task["done"] for task in state["tasks"]}
+
+
+# ---- crash timing: the matrix the chapters claim
+
+ONCE, DUP, LOST, NA = ("exactly once", 1), ("duplicate", 2), ("lost", 0), ("n/a", None)
+COLUMNS = ("none", "key", "transaction", "ack-first")
+EXPECTED = {                    # crash point: the outcome under each protection, in COLUMNS order
+    "none":                   (ONCE, ONCE, ONCE, ONCE),
+    "after-claim":            (ONCE, ONCE, ONCE, ONCE),
+    "between-ack-and-effect": (NA, NA, NA, LOST),
+    "between-effect-and-key": (NA, DUP, ONCE, NA),
+    "after-effect":           (DUP, ONCE, NA, ONCE),
+    "in-transaction":         (NA, NA, ONCE, NA),
+    "after-ack":              (ONCE, ONCE, ONCE, NA),
+}
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return CrashTiming().matrix()
+
+
+def cell(matrix, crash, protection):
+    found = matrix["cells"][crash][protection]
+    return found["outcome"], found["effects"]
+
+
+@pytest.mark.parametrize("crash", EXPECTED)
+@pytest.mark.parametrize("protection", COLUMNS)
+def test_each_cell_of_the_matrix_is_what_the_chapters_claim(matrix, crash, protection):
+    assert cell(matrix, crash, protection) == EXPECTED[crash][COLUMNS.index(protection)]
+
+
+def test_the_matrix_lists_its_rows_and_columns_in_order(matrix):
+    assert [row["id"] for row in matrix["rows"]] == list(EXPECTED)
+    assert [column["id"] for column in matrix["columns"]] == list(COLUMNS)
+    assert json.loads(json.dumps(matrix)) == matrix
+
+
+def test_the_moments_offered_are_the_cells_that_are_not_n_a(matrix):
+    sim = CrashTiming()
+    for protection in COLUMNS:
+        offered = [point["id"] for point in sim.crash_points(protection)]
+        assert offered == [crash for crash in EXPECTED
+                           if cell(matrix, crash, protection)[0] != "n/a"]
+
+
+def test_a_key_that_changes_with_each_claim_makes_the_keyed_cell_a_duplicate(monkeypatch):
+    monkeypatch.setattr(crash_timing, "job_key", lambda job: f"points-{job.token}")
+    result = crash_timing.play("key", "after-effect")
+    assert (result["outcome"], result["effects"]) == DUP
+    assert crash_timing.play("key", "after-claim")["outcome"] == "exactly once"
+
+
+def test_recording_the_key_in_the_same_transaction_saves_the_by_hand_cell(monkeypatch):
+    def keyed_atomically(db, job, worker, key, moment, say):
+        db.execute("BEGIN IMMEDIATE")
+        if not db.execute("SELECT 1 FROM points_keys WHERE key = ?", (key,)).fetchone():
+            award = crash_timing.add_points(db, job, worker)
+            moment("between-effect-and-key", "inside the transaction")
+            db.execute("INSERT INTO points_keys VALUES (?, ?)", (key, award))
+        db.execute("COMMIT")
+
+    monkeypatch.setattr(crash_timing, "points_keyed_by_hand", keyed_atomically)
+    assert crash_timing.play("key", "between-effect-and-key")["outcome"] == "exactly once"
+
+
+def test_without_the_transaction_a_crash_inside_it_duplicates_the_points(monkeypatch):
+    @contextlib.contextmanager
+    def complete_without_a_transaction(job):
+        yield job.queue.db                   # each write commits on its own
+        job.queue.finish(job, "done")
+        job.completed = True
+
+    monkeypatch.setattr(tinyq.Job, "complete", complete_without_a_transaction)
+    result = crash_timing.play("transaction", "in-transaction")
+    assert (result["outcome"], result["effects"]) == DUP
+
+
+def whats(state):
+    return [(step["who"], step["what"]) for step in state["timeline"]]
+
+
+def test_a_crash_after_the_effect_and_the_recovery_on_the_timeline():
+    sim = CrashTiming("none", "after-effect")
+    assert sim.run() == "duplicate"
+    state = sim.state()
+    assert (state["outcome"], state["effects"]) == DUP
+    assert whats(state) == [
+        ("producer", "queued job 1: add 10 loyalty points to Bob"),
+        ("worker 1", "claimed job 1 (attempt 1); its lease runs until 11 s"),
+        ("worker 1", "asked the loyalty service for 10 points with no key: it added 10 points"),
+        ("worker 1", "crashes after the effect, before the ack"),
+        ("system", "worker 1's process is gone"),
+        ("queue", "job 1's lease runs out: nobody acknowledged it"),
+        ("worker 2", "claimed job 1 (attempt 2); its lease runs until 22 s"),
+        ("worker 2", "asked the loyalty service for 10 points with no key: it added 10 points"),
+        ("worker 2", "acknowledged job 1: done"),
+        ("result", "Bob has 20 points: the points were added twice"),
+    ]
+    times = [step["t"] for step in state["timeline"]]
+    assert times == sorted(times) and times[5] == 1.0 + crash_timing.LEASE_SECONDS
+
+
+def test_a_crash_inside_the_transaction_rolls_the_points_back():
+    sim = CrashTiming("transaction", "in-transaction")
+    assert sim.run() == "exactly once"
+    said = dict(whats(sim.state())[3:5])
+    assert said["system"] == ("worker 1's process is gone, and its open transaction with it: "
+                              "what it wrote was never committed")
+
+
+def test_ack_first_loses_the_job_when_it_dies_between_the_ack_and_the_effect():
+    sim = CrashTiming("ack-first", "between-ack-and-effect")
+    assert sim.run() == "lost"
+    assert whats(sim.state())[-3:] == [
+        ("queue", "job 1 is done: nothing is left to take over"),
+        ("worker 2", "finds no job to claim: the queue holds nothing for it"),
+        ("result", "Bob has 0 points: the points were never added"),
+    ]
+
+
+def test_each_protection_offers_its_own_moments_in_its_own_order():
+    sim = CrashTiming()
+    moments = {protection: [point["id"] for point in sim.crash_points(protection)]
+               for protection in COLUMNS}
+    assert moments == {
+        "none": ["none", "after-claim", "after-effect", "after-ack"],
+        "key": ["none", "after-claim", "between-effect-and-key", "after-effect", "after-ack"],
+        "transaction": ["none", "after-claim", "between-effect-and-key", "in-transaction",
+                        "after-ack"],
+        "ack-first": ["none", "after-claim", "between-ack-and-effect", "after-effect"],
+    }
+    labels = {point["id"]: point["label"] for point in sim.crash_points("ack-first")}
+    assert labels["after-claim"] == "after the claim, before the ack"
+    assert labels["after-effect"] == "after the effect, its last step"
+
+
+def test_choose_keeps_what_applies_and_refuses_what_does_not():
+    sim = CrashTiming("none", "after-effect")
+    sim.choose(protection="key")
+    assert (sim.protection, sim.crash) == ("key", "after-effect")
+    sim.choose(protection="transaction")                 # it has no after-effect moment
+    assert (sim.protection, sim.crash) == ("transaction", "none")
+    with pytest.raises(ValueError, match="has no moment 'after-effect'"):
+        sim.choose(crash="after-effect")
+    sim.choose("key", "between-effect-and-key")
+    sim.choose("transaction", "between-effect-and-key")  # both have it: kept
+    assert sim.crash == "between-effect-and-key"
+    sim.choose("none", "between-effect-and-key")         # a new protection without it
+    assert (sim.protection, sim.crash) == ("none", "none")
+    for bad in [lambda: sim.choose(protection="hope"), lambda: sim.choose(crash="later"),
+                lambda: CrashTiming("none", "in-transaction")]:
+        with pytest.raises(ValueError):
+            bad()
+
+
+def test_by_default_the_crash_comes_after_the_effect_where_there_is_one():
+    assert CrashTiming().crash == "after-effect"
+    assert CrashTiming("ack-first").crash == "after-effect"
+    assert CrashTiming("transaction").crash == "none"
+
+
+def test_choosing_clears_the_last_run():
+    sim = CrashTiming("none", "after-claim")
+    sim.run()
+    assert sim.state()["outcome"] == "exactly once"
+    sim.choose(crash="after-ack")
+    state = sim.state()
+    assert (state["timeline"], state["outcome"], state["effects"]) == ([], None, None)
+
+
+def test_crash_timing_tasks_tick_exactly_when_earned():
+    sim = CrashTiming()
+    assert not any(tasks(sim.state()).values())
+    sim.choose("key", "between-effect-and-key")
+    sim.run()
+    assert tasks(sim.state()) == {"duplicate": True, "lost": False, "key-not-enough": False}
+    sim.choose("transaction", "in-transaction")          # another moment: not the same one
+    sim.run()
+    assert not tasks(sim.state())["key-not-enough"]
+    sim.choose(crash="between-effect-and-key")
+    sim.run()
+    assert tasks(sim.state())["key-not-enough"]
+    sim.choose("ack-first", "between-ack-and-effect")
+    sim.run()
+    assert all(tasks(sim.state()).values())
+
+
+def test_the_crash_timing_state_is_json():
+    sim = CrashTiming("key", "after-effect")
+    sim.run()
+    state = sim.state()
+    assert json.loads(json.dumps(state)) == state
+    assert {"protection", "crash", "protections", "crash_points", "timeline", "outcome",
+            "effects", "tasks"} <= set(state)
+    assert {"t", "who", "what", "kind"} == set(state["timeline"][0])
+
+
+# ---- payment: the flaky bank, run by tinyq
+
+def finished_run(**settings):
+    sim = Payment(**settings)
+    sim.run()
+    state = sim.state()
+    sim.close()
+    return state
+
+
+def lost_replies_by_job(state):
+    counts = {job["id"]: 0 for job in state["jobs"]}
+    for entry in state["timeline"]:
+        counts[entry["job"]] += entry["event"] == "lost reply"
+    return counts
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """{(keys, seed): the finished state}, default settings otherwise."""
+    return {(keys, seed): finished_run(seed=seed, keys=keys)
+            for keys in payment.KEY_MODES for seed in SEEDS}
+
+
+@pytest.fixture(scope="module")
+def rough_runs():
+    """The same with more requests lost and fewer replies: more dead jobs,
+    and some that the bank never saw at all."""
+    return {(keys, seed): finished_run(seed=seed, keys=keys, lost_request=0.6, lost_reply=0.2)
+            for keys in payment.KEY_MODES for seed in SEEDS}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_with_a_stable_key_no_order_is_ever_charged_twice(runs, seed):
+    state = runs[("stable", seed)]
+    assert state["finished"] and state["overcharge_cents"] == 0
+    lost = lost_replies_by_job(state)
+    for job in state["jobs"]:
+        assert job["charged_times"] == (1 if job["status"] == "done" or lost[job["id"]] else 0)
+    # All she pays beyond her done orders is dead jobs the bank did charge, once.
+    charged_dead = [job for job in state["jobs"] if job["status"] == "dead" and lost[job["id"]]]
+    assert state["actual_cents"] - state["expected_cents"] == 1000 * len(charged_dead)
+
+
+@pytest.mark.parametrize("keys", ["none", "fresh"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_without_a_stable_key_every_lost_reply_costs_ten_dollars(runs, keys, seed):
+    state = runs[(keys, seed)]
+    lost = lost_replies_by_job(state)
+    # The rule: every request that reached the bank charged. A done job paid for
+    # its approval and for each lost reply; a dead job for each lost reply.
+    for job in state["jobs"]:
+        assert job["charged_times"] == lost[job["id"]] + (job["status"] == "done")
+    assert state["lost_replies"] == sum(lost.values())
+    assert state["actual_cents"] - state["expected_cents"] == 1000 * state["lost_replies"]
+    assert (state["actual_cents"] != state["expected_cents"]) == (state["lost_replies"] > 0)
+    first_of_dead = sum(1 for job in state["jobs"] if job["status"] == "dead" and lost[job["id"]])
+    assert state["overcharge_cents"] == 1000 * (state["lost_replies"] - first_of_dead)
+
+
+def test_the_seeds_lose_replies_and_kill_jobs(runs, rough_runs):
+    # The runs above are not all quiet: they test something.
+    assert sum(runs[("none", seed)]["lost_replies"] > 0 for seed in SEEDS) > 20
+    for keys in payment.KEY_MODES:
+        dead = [(seed, job) for seed in SEEDS for job in rough_runs[(keys, seed)]["jobs"]
+                if job["status"] == "dead"]
+        charged = {bool(lost_replies_by_job(rough_runs[(keys, seed)])[job["id"]])
+                   for seed, job in dead}
+        assert charged == {True, False}
+
+
+@pytest.mark.parametrize("keys", payment.KEY_MODES)
+def test_a_dead_job_says_what_the_worker_knows_and_what_the_bank_did(runs, rough_runs, keys):
+    seen = 0
+    for state in [runs[(keys, seed)] for seed in SEEDS] + [rough_runs[(keys, seed)]
+                                                            for seed in SEEDS]:
+        lost = lost_replies_by_job(state)
+        for job in state["jobs"]:
+            if job["status"] != "dead":
+                continue
+            seen += 1
+            knows = job["worker_knows"]
+            assert knows.startswith("dead after 5 attempts; its last error was a ")
+            if lost[job["id"]]:
+                assert knows.split(": ")[-1].startswith("unknown"), knows
+                assert "may have charged it" in knows and job["charged_times"] >= 1
+                assert job["truth"] == f"the bank charged it {payment.times(job['charged_times'])}"
+            else:
+                assert knows.endswith("so the bank never charged it"), knows
+                assert job["charged_times"] == 0 and job["truth"] == "the bank never charged it"
+            if keys == "stable" and lost[job["id"]]:
+                assert "at most once (the key)" in knows
+    assert seen >= 30
+
+
+def test_a_dead_jobs_last_error_alone_can_hide_a_charge(runs):
+    # Seed 13 (Chapter 8's drill): job 5's last error is a lost request, but
+    # attempt 3 timed out, and the bank charged it then.
+    job = runs[("stable", 13)]["jobs"][4]
+    assert job["status"] == "dead" and job["last_error"].startswith("ConnectionError")
+    assert job["worker_knows"] == (
+        "dead after 5 attempts; its last error was a lost request (ConnectionError), but "
+        "attempt 3 timed out: the bank may have charged it, at most once (the key): unknown. "
+        "A replay with the same key is safe while the bank keeps keys")
+    assert (job["charged_times"], job["truth"]) == (1, "the bank charged it once")
+    assert runs[("stable", 13)]["difference"] == (
+        "Alice paid $50.00 for orders worth $40.00: $10.00 more "
+        "(order 5 is dead, yet the bank charged it once)")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 8])
+def test_the_keys_change_the_charges_but_not_the_dice(runs, seed):
+    events = {keys: [(e["t"], e["job"], e["attempt"], e["event"], e["wait"])
+                     for e in runs[(keys, seed)]["timeline"]] for keys in payment.KEY_MODES}
+    assert events["none"] == events["fresh"] == events["stable"]
+
+
+class FakeTime:
+    """For ex07 and ex08: time.sleep moves this clock, and nothing waits."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def exercise_run(monkeypatch, module, seed, bad_key=False):
+    monkeypatch.setattr(module, "time", FakeTime())
+    monkeypatch.setattr(module, "DATABASE", ":memory:")
+    if bad_key:
+        monkeypatch.setattr(module, "BAD_KEY", True)
+    module.dice.seed(seed)
+    db = module.connect()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        module.setup(db)
+        module.work(db)
+        module.report(db)
+    db.close()
+    out = printed.getvalue()
+    paid = re.search(r"alice paid \$(\d+)\.(\d\d)", out)
+    return [line for line in out.splitlines() if line.startswith("job ")], \
+        int(paid[1]) * 100 + int(paid[2])
+
+
+@pytest.mark.parametrize("keys, file, bad_key", [("none", "ex07_retries", False),
+                                                 ("stable", "ex08_idempotency", False),
+                                                 ("fresh", "ex08_idempotency", True)])
+def test_a_seed_replays_the_exercise_with_the_same_seed(runs, monkeypatch, keys, file, bad_key):
+    module = importlib.import_module(file)     # code/ is on the path: payment put it there
+    for seed in SEEDS:
+        lines, paid = exercise_run(monkeypatch, module, seed, bad_key)
+        state = runs[(keys, seed)]
+        assert [entry["text"] for entry in state["timeline"]] == lines, seed
+        assert state["actual_cents"] == paid, seed
+
+
+def test_without_jitter_each_wait_is_its_ceiling_exactly():
+    state = finished_run(seed=4, jitter=False, attempts=8, lost_request=0.9, lost_reply=0.0,
+                         base=0.5, cap=8.0)
+    waits = [(entry["attempt"], entry["wait"]) for entry in state["timeline"]
+             if entry["outcome"] == "retry"]
+    assert {attempt for attempt, _ in waits} == set(range(1, 8))
+    for attempt, wait in waits:
+        assert wait == min(8.0, 0.5 * 2 ** (attempt - 1))
+
+
+def test_with_jitter_each_wait_falls_under_its_ceiling():
+    state = finished_run(seed=4, attempts=8, lost_request=0.9, lost_reply=0.0)
+    waits = [(entry["attempt"], entry["wait"]) for entry in state["timeline"]
+             if entry["outcome"] == "retry"]
+    assert all(0 <= wait <= min(8.0, 0.5 * 2 ** (attempt - 1)) for attempt, wait in waits)
+    assert len({round(wait, 9) for _, wait in waits}) > len(waits) / 2
+
+
+def test_the_same_seed_gives_the_same_state():
+    assert finished_run(seed=7, keys="fresh") == finished_run(seed=7, keys="fresh")
+    assert finished_run(seed=7)["timeline"] != finished_run(seed=8)["timeline"]
+
+
+def test_step_makes_one_attempt_at_a_time():
+    sim = Payment(seed=1)
+    assert sim.step() is None
+    assert [entry["text"] for entry in sim.state()["timeline"]] == [
+        "job 1, attempt 1: charge $10.00: ConnectionError: could not reach the bank; "
+        "retry in 0.42 s"]
+    steps = 1
+    while sim.step() is None:
+        steps += 1
+    state = sim.state()
+    assert steps == len(state["timeline"]) == 12 and state["finished"]
+    assert sim.step() == "every job is done or dead: configure to run again"
+    assert state["difference"] == ("Alice paid $70.00 for orders worth $50.00: $20.00 more "
+                                   "(order 4 was charged 3 times)")
+    # Waiting for a job that is not due yet moves the clock to it, and no further.
+    timeline = state["timeline"]
+    assert timeline[-1]["t"] == pytest.approx(timeline[-2]["t"] + 0.2 + timeline[-2]["wait"])
+    sim.close()
+
+
+def test_configure_starts_again_and_keeps_what_was_earned():
+    sim = Payment(seed=1)
+    sim.run()
+    assert tasks(sim.state())["overcharge"]
+    sim.configure(keys="stable", charges=3)
+    state = sim.state()
+    assert state["settings"]["keys"] == "stable" and len(state["jobs"]) == 3
+    assert state["timeline"] == [] and not state["finished"] and state["actual_cents"] == 0
+    assert tasks(state)["overcharge"]
+    for bad in [dict(colour="red"), dict(lost_request=0.6, lost_reply=0.5), dict(attempts=True),
+                dict(keys="random"), dict(charges=0), dict(jitter=1), dict(base="0.5")]:
+        with pytest.raises(ValueError):
+            sim.configure(**bad)
+    assert sim.state()["settings"]["charges"] == 3     # a refused change changes nothing
+    sim.close()
+
+
+def test_payment_tasks_tick_exactly_when_earned():
+    sim = Payment(seed=1, keys="stable", lost_reply=0.0)
+    sim.run()                                  # no reply lost: nothing proven
+    assert tasks(sim.state()) == {"overcharge": False, "impossible": False, "dead": False}
+    sim.configure(lost_reply=0.3)
+    sim.run()                                  # two lost replies, right balance
+    assert sim.state()["lost_replies"] == 2
+    assert tasks(sim.state()) == {"overcharge": False, "impossible": True, "dead": False}
+    sim.configure(seed=9, keys="none")
+    while not tasks(sim.state())["overcharge"]:
+        sim.step()
+    orders = [job["charged_times"] for job in sim.state()["jobs"]]
+    assert max(orders) == 2 and not sim.state()["finished"]
+    sim.run()
+    assert all(tasks(sim.state()).values())
+    sim.close()
+
+
+def test_the_payment_state_is_json():
+    sim = Payment(seed=8)
+    sim.run()
+    state = sim.state()
+    assert json.loads(json.dumps(state)) == state
+    assert {"settings", "seed", "timeline", "jobs", "expected_cents", "actual_cents",
+            "difference", "tasks"} <= set(state)
+    assert {"t", "job", "attempt", "event", "wait"} <= set(state["timeline"][0])
+    assert {"id", "status", "attempts", "last_error", "charged_times",
+            "worker_knows"} <= set(state["jobs"][0])
+    sim.close()
+
+
+# ---- O7: Chapter 10's worked case, on ex09's own code
+
+def play_story(**options):
+    story = O7Story(**options)
+    while story.next() is None:
+        pass
+    state = story.state()
+    story.close()
+    return state
+
+
+def test_the_o7_story_step_by_step():
+    state = play_story()
+    steps = state["steps"]
+    assert [(step["time"], step["who"], step["kind"]) for step in steps] == [
+        ("day 1 12:00", "W1", "call"), ("day 1 12:01", "W1", "crash"),
+        ("day 1 12:02", "queue", "redelivery"), ("day 1 12:05", "queue", "conflict"),
+        ("day 1 12:10", "W1", "call"), ("day 1 12:11", "W1", "crash"),
+        ("day 2 14:00", "queue", "reconciled"), ("day 2 14:00", "provider", "count")]
+    assert steps[0]["provider"] == ["provider: new charge C9, key O7"]
+    assert steps[1]["text"].startswith("crashes before it records C9 or acknowledges O7: "
+                                       "our record says O7 is started, with no charge id")
+    assert steps[2]["provider"] == ["provider: key O7 again, same inputs: C9 again"]
+    assert steps[2]["text"].endswith("records C9: the provider saw 2 calls and made 1 charge")
+    assert "refuses it (Conflict)" in steps[3]["text"]
+    assert steps[3]["text"].endswith("1 dead letter; the provider was not called")
+    assert steps[3]["provider"] == []
+    assert steps[6]["provider"] == ["provider: charges with reference O8: C10"]
+    assert "reconciled, not charged again" in steps[6]["text"]
+    assert steps[7]["text"] == "made 2 charges for 2 operations (C9 for O7, C10 for O8), in 3 calls"
+    assert state["provider"] == {"calls": 3, "charges": [{"id": "C9", "reference": "O7"},
+                                                         {"id": "C10", "reference": "O8"}]}
+    assert [(op["id"], op["state"], op["charge_id"]) for op in state["operations"]] == [
+        ("O7", "charged", "C9"), ("O8", "charged", "C10")]
+    assert state["dead_letters"] == [{"id": "O7", "inputs": {"tenant": "North", "invoice": 7,
+                                                             "amount_cents": 6000}}]
+    assert tasks(state) == {"reconcile": True, "blind": False}
+
+
+def test_the_blind_worker_charges_o8_a_second_time():
+    import ex09_charge_worker as ex09
+    trusted = ex09.KEY_TRUSTED_SECONDS
+    state = play_story(blind=True)
+    assert ex09.KEY_TRUSTED_SECONDS == trusted            # put back after each step
+    late = state["steps"][6]
+    assert late["kind"] == "charged" and late["provider"] == ["provider: new charge C11, key O8"]
+    assert "W2 trusts a key for 48 h" in late["text"]
+    assert state["steps"][7]["text"].startswith("made 3 charges for 2 operations")
+    assert [charge["reference"] for charge in state["provider"]["charges"]] == ["O7", "O8", "O8"]
+    assert state["key_trusted_hours"] == 48 and tasks(state) == {"reconcile": False, "blind": True}
+
+
+def test_the_o7_story_ends_and_starts_again_keeping_what_was_earned():
+    story = O7Story()
+    while story.next() is None:
+        pass
+    assert story.next() == "the story is over: reset to see it again"
+    story.reset(blind=True)
+    state = story.state()
+    assert state["steps"] == [] and state["blind"] and tasks(state)["reconcile"]
+    with pytest.raises(ValueError):
+        story.reset(blind="yes")
+    story.close()
+
+
+# ---- the JSON API
+
+def test_api_round_trip_for_the_crash_timing_explorer(instances):
+    made = ask("crash-timing", "c1", "new", {"protection": "ack-first",
+                                             "crash": "between-ack-and-effect"})
+    assert made["ok"] and made["state"]["crash"] == "between-ack-and-effect"
+    answer = ask("crash-timing", "c1", "matrix")
+    cells = answer["result"]["cells"]
+    assert cells["after-effect"]["none"] == {"outcome": "duplicate", "effects": 2}
+    assert not any(tasks(answer["state"]).values())      # the matrix earns nothing
+    answer = ask("crash-timing", "c1", "run")
+    assert answer["result"] == "lost" and answer["state"]["effects"] == 0
+    assert tasks(answer["state"])["lost"]
+    answer = ask("crash-timing", "c1", "choose", {"protection": "key", "crash": "after-effect"})
+    assert answer["ok"] and answer["state"]["timeline"] == []
+    refused = ask("crash-timing", "c1", "choose", {"crash": "in-transaction"})
+    assert not refused["ok"] and "has no moment" in refused["error"]
+    assert ask("crash-timing", "c1", "close")["result"] is True
+
+
+def test_api_round_trip_for_the_payment_simulator(instances):
+    assert ask("payment", "p1", "new", {"seed": 13, "keys": "stable"})["state"]["seed"] == 13
+    assert len(ask("payment", "p1", "step")["state"]["timeline"]) == 1
+    state = ask("payment", "p1", "run")["state"]
+    assert state["finished"] and state["overcharge_cents"] == 0
+    answer = ask("payment", "p1", "configure", {"keys": "fresh", "jitter": False})
+    assert answer["state"]["settings"]["jitter"] is False and answer["state"]["timeline"] == []
+    bad = ask("payment", "p1", "configure", {"lost_reply": 2})
+    assert bad == {"ok": False, "error": "lost_reply must be a number from 0.0 to 1.0, not 2"}
+
+
+def test_api_round_trip_for_the_o7_story(instances):
+    assert ask("o7", "s1", "new", {"blind": True})["state"]["blind"] is True
+    answer = ask("o7", "s1", "next")
+    assert answer["result"] is None and answer["state"]["steps"][0]["time"] == "day 1 12:00"
+    assert ask("o7", "s1", "reset", {"blind": False})["state"]["steps"] == []
+    assert not ask("o7", "s1", "close_story")["ok"]
+
+
+# ---- the text programs
+
+def test_the_crash_timing_program_prints_the_matrix_aligned():
+    lines = run_program(str(SIMS / "crash_timing.py")).splitlines()
+    header = next(line for line in lines if line.startswith("crash point"))
+    starts = [header.index(column) for column in COLUMNS]
+    row = next(line for line in lines if line.startswith("after the effect  "))
+    assert [row[start:].split("  ")[0] for start in starts] == [
+        "duplicate (2)", "exactly once (1)", "n/a", "exactly once (1)"]
+    row = next(line for line in lines if line.startswith("after the effect, before its key"))
+    assert [row[start:].split("  ")[0] for start in starts] == [
+        "n/a", "duplicate (2)", "exactly once (1)", "n/a"]
+
+
+def test_the_payment_program_prints_the_run_and_the_o7_story():
+    out = run_program(str(SIMS / "payment.py"), "--seed", "13", "--keys", "stable")
+    assert "   0.00 s  job 1, attempt 1: charge $10.00: ConnectionError: could not reach " \
+           "the bank; retry in 0.34 s" in out.splitlines()
+    assert out.rstrip().endswith("Alice paid $50.00 for orders worth $40.00: $10.00 more "
+                                 "(order 5 is dead, yet the bank charged it once)")
+    story = run_program(str(SIMS / "payment.py"), "--o7", "--blind").splitlines()
+    assert story[0] == ("day 1 12:00  W1 takes O7 (North, invoice 7, $50.00), stores it as "
+                        "started, and calls the provider with key O7")
+    assert story[1] == "             provider: new charge C9, key O7"
+    assert story[-1].startswith("day 2 14:00  provider made 3 charges for 2 operations")

@@ -1,0 +1,530 @@
+"""Crash-timing explorer (Chapters 5-8): one job's life, a crash at the moment
+the reader picks, and what the recovery makes of it.
+
+The job adds 10 loyalty points to Bob's account. A worker claims it with the
+capstone's own library (code/capstone/tinyq.py) on a real SQLite file, and
+the reader picks how the effect is protected:
+
+    none         the points are added with no key, then the job is acknowledged
+    key          a key made from the job goes with the request; the loyalty
+                 service looks it up, adds the points and records the key in
+                 one transaction, so a repeat adds nothing
+    transaction  the points are a write to the queue's own database inside
+                 job.complete(): they commit together with the job's `done`
+    ack-first    the job is acknowledged first, then the points are added
+
+and a moment for the worker to die. The crash is the real code stopping: at
+that moment the handler raises an exception nothing catches (like kill -9,
+no line after it runs in that worker) and the worker's connection is
+closed. A transaction it had open is never committed: tinyq's
+transaction() rolls it back as the exception passes, where for a killed
+process SQLite would. The clock then moves past the lease, and a new worker
+claims whatever the queue holds and runs it to the end. Counting the points
+actually added gives the outcome: lost (no effect), exactly once, or
+duplicate.
+
+Each moment is a line in the handlers below (`worker.moment(...)`), so a
+moment a protection's code never passes is one it does not have: the cell
+is "n/a" because the crash never came, not because a table says so. The
+moments offered for a protection come the same way, from a run that notes
+each moment it passes. So the moments follow each protection's real order.
+Ack-first runs claim, ack, effect: a crash after its claim comes before its
+ack (the job is still running, its lease runs out, the next worker does it
+all, once); what follows its ack is between-ack-and-effect (lost); after
+its effect is its last step; it has no after-ack moment of its own. The
+transaction has no after-effect moment: its effect and its ack commit
+together, and in-transaction is the crash just before that commit.
+
+One moment stands apart: "between-effect-and-key", after the effect and
+before its key is recorded. It only exists where the key is recorded in a
+step of its own, so choosing it with the key protection runs that variant:
+the points go to the queue's own database and the worker records the key
+afterwards, by hand (the mistake Chapter 8's second rule forbids). The
+transaction protection passes the same moment inside its transaction.
+
+Run it in a terminal (every crash point against every protection):
+    python3 tools/sims/crash_timing.py
+Or drive it from Python:
+    sim = CrashTiming("none", "after-effect"); sim.run(); sim.state()
+"""
+import argparse
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+CAPSTONE = Path(__file__).resolve().parents[2] / "code" / "capstone"
+if str(CAPSTONE) not in sys.path:
+    sys.path.insert(0, str(CAPSTONE))
+import tinyq  # noqa: E402
+
+LEASE_SECONDS = 10.0
+STEP_SECONDS = 1.0              # each step of the job's life, on the virtual clock
+POINTS = 10
+KIND = "loyalty_points"
+
+PROTECTIONS = {
+    "none": "no protection: the points are added with no key, then the job is acknowledged",
+    "key": "an idempotency key made from the job: the loyalty service looks it up, "
+           "adds the points and records the key in one atomic step",
+    "transaction": "the points are written to the queue's own database inside "
+                   "job.complete(), and commit together with the job's done",
+    "ack-first": "acknowledge first, then add the points: at most once",
+}
+
+# The matrix's rows, in the order a job's life passes them.
+CRASHES = {
+    "none": "no crash",
+    "after-claim": "after the claim",
+    "between-ack-and-effect": "after the ack, before the effect",
+    "between-effect-and-key": "after the effect, before its key is recorded",
+    "after-effect": "after the effect",
+    "in-transaction": "inside the open transaction",
+    "after-ack": "after the ack",
+}
+
+TASKS = {
+    "duplicate": "make a crash send the effect twice",
+    "lost": "make a crash lose the job's effect",
+    "key-not-enough": "find a crash point where the key does not save you "
+                      "but the transaction does",
+}
+
+# Where the points land: the loyalty service's database, or the queue's own.
+EFFECT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS points (
+    id      INTEGER PRIMARY KEY,
+    job     INTEGER NOT NULL,
+    worker  TEXT NOT NULL,
+    points  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS points_keys (
+    key    TEXT PRIMARY KEY,
+    award  INTEGER NOT NULL          -- the points row the key stands for
+);
+"""
+
+
+class _Crash(BaseException):
+    """The worker dies here. A BaseException, so no `except Exception` in
+    tinyq or in a handler mistakes it for a failure to retry."""
+
+
+def outcome_of(effects):
+    return {0: "lost", 1: "exactly once"}.get(effects, "duplicate")
+
+
+def job_key(job):
+    """The stable key: made from the job, so every attempt sends the same one."""
+    return f"points-for-job-{job.id}"
+
+
+# ---- the effect, three ways
+
+def add_points(db, job, worker):
+    """Write the points; the new row's id."""
+    return db.execute("INSERT INTO points (job, worker, points) VALUES (?, ?, ?) RETURNING id",
+                      (job.id, worker, POINTS)).fetchone()[0]
+
+
+def loyalty_service(db, job, worker, key=None):
+    """The receiver, in a database of its own. With a key, the lookup, the
+    points and the key's record are one transaction: a key it has seen adds
+    nothing. True if this call added the points."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        seen = key is not None and db.execute(
+            "SELECT 1 FROM points_keys WHERE key = ?", (key,)).fetchone()
+        if not seen:
+            award = add_points(db, job, worker)
+            if key is not None:
+                db.execute("INSERT INTO points_keys VALUES (?, ?)", (key, award))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return not seen
+
+
+def points_keyed_by_hand(db, job, worker, key, moment, say):
+    """The mistake: points in our own database, "protected" by a key the
+    worker records itself, each statement committed on its own."""
+    if db.execute("SELECT 1 FROM points_keys WHERE key = ?", (key,)).fetchone():
+        say(f"found key {key} recorded in our own database: no points added")
+        return
+    award = add_points(db, job, worker)
+    say(f"added {POINTS} points in our own database (committed on its own)")
+    moment("between-effect-and-key", "after the points were committed, before the worker "
+                                     "records their key in a step of its own")
+    db.execute("INSERT INTO points_keys VALUES (?, ?)", (key, award))
+    say(f"recorded key {key}, in a step of its own")
+
+
+# ---- one worker process
+
+class Worker:
+    """One worker process: its own tinyq connection, and a handler for the
+    story's protection."""
+
+    def __init__(self, story, number):
+        self.story = story
+        self.name = f"worker {number}"
+        self.queue = story.connect_queue(lease=LEASE_SECONDS, rng=story.rng)
+        handler = getattr(self, "handle_" + story.protection.replace("-", "_"))
+        self.queue.handler(KIND)(handler)
+
+    def close(self):
+        """The process is gone: its connection closes, and SQLite rolls back
+        whatever transaction was still open."""
+        self.queue.close()
+
+    def turn(self):
+        """Claim a job and run its handler, with tinyq's own work_one. False
+        if no job was due."""
+        self.story.tick()
+        return self.queue.work_one()
+
+    def moment(self, crash, label):
+        """A place where this worker can die. It dies if this is the moment the
+        reader chose and nobody has died yet; a survey only notes it passed."""
+        story = self.story
+        story.passed.setdefault(crash, label)
+        if crash != story.crash or story.crashed_at is not None or story.survey:
+            return
+        story.crashed_at = label
+        story.crash_in_transaction = self.queue.db.in_transaction
+        story.tick(STEP_SECONDS / 2)
+        story.log(self.name, f"crashes {label}", "crash")
+        raise _Crash(label)
+
+    def log(self, what, kind):
+        self.story.log(self.name, what, kind)
+
+    # ---- the handlers, one per protection
+
+    def handle_none(self, job):
+        self.effect_then_ack(job, key=None)
+
+    def handle_key(self, job):
+        self.effect_then_ack(job, key=job_key(job))
+
+    def effect_then_ack(self, job, key):
+        self.claimed(job)
+        self.moment("after-claim", "after the claim, before the effect")
+        if self.story.keys_by_hand:
+            self.story.tick()
+            points_keyed_by_hand(self.queue.db, job, self.name, key, self.moment,
+                                 lambda what: self.log(what, "effect"))
+        else:
+            self.effect(job, key)
+        self.moment("after-effect", "after the effect, before the ack" if key is None else
+                    "after the effect (its key recorded with it), before the ack")
+        self.ack(job)
+        self.moment("after-ack", "after the ack")
+
+    def handle_transaction(self, job):
+        self.claimed(job)
+        self.moment("after-claim", "after the claim, before the transaction")
+        self.story.tick()
+        with job.complete() as db:
+            add_points(db, job, self.name)
+            self.log(f"BEGIN IMMEDIATE; added {POINTS} points in the queue's own database, "
+                     f"not committed yet", "effect")
+            self.moment("between-effect-and-key", "right after the points' write, inside the "
+                                                  "job's transaction: no key, the commit with "
+                                                  "the ack records them")
+            self.moment("in-transaction", "inside the open transaction, before the commit")
+            self.story.tick()
+        self.log(f"COMMIT: the points and job {job.id}'s done, together", "ack")
+        self.moment("after-ack", "after the commit of the points and the ack")
+
+    def handle_ack_first(self, job):
+        self.claimed(job)
+        self.moment("after-claim", "after the claim, before the ack")
+        self.ack(job)
+        self.moment("between-ack-and-effect", "after the ack, before the effect")
+        self.effect(job, key=None)
+        self.moment("after-effect", "after the effect, its last step")
+
+    # ---- the steps they share
+
+    def claimed(self, job):
+        until = self.story.now + LEASE_SECONDS
+        self.log(f"claimed job {job.id} (attempt {job.attempts}); "
+                 f"its lease runs until {until:g} s", "claim")
+        if self.story.claimed_at is None:
+            self.story.claimed_at = self.story.now
+
+    def effect(self, job, key):
+        self.story.tick()
+        added = loyalty_service(self.story.service, job, self.name, key)
+        sent = "with no key" if key is None else f"with key {key}"
+        did = (f"it added {POINTS} points" if added
+               else "it had seen the key and added nothing")
+        self.log(f"asked the loyalty service for {POINTS} points {sent}: {did}", "effect")
+
+    def ack(self, job):
+        self.story.tick()
+        with job.complete():
+            pass                     # nothing to write: this is only the ack
+        self.log(f"acknowledged job {job.id}: done", "ack")
+
+
+# ---- one run of the story
+
+def keyed_by_hand(protection, crash):
+    """Whether this choice runs the key protection's by-hand variant: the
+    only moment that exists only when it is chosen."""
+    return protection == "key" and crash == "between-effect-and-key"
+
+
+class Story:
+    """A fresh queue and loyalty service, one job, the crash, the recovery.
+    The service is another system: its database is its own, on a connection
+    no worker's death closes. A survey runs the job once without crashing
+    and notes the moments it passes."""
+
+    def __init__(self, protection, crash, survey=False):
+        self.protection = protection
+        self.crash = crash
+        self.survey = survey
+        self.keys_by_hand = keyed_by_hand(protection, crash)
+        self.passed = {}                       # moment -> its label, in the order passed
+        self.now = 0.0
+        self.rng = random.Random(0)            # claim tokens
+        self.timeline = []
+        self.claimed_at = None
+        self.crashed_at = None                 # the label of the moment it died at
+        self.crash_in_transaction = False
+        self.folder = tempfile.mkdtemp(prefix="crash-timing-")
+        self.queue_path = str(Path(self.folder) / "queue.db")
+        self.service = sqlite3.connect(":memory:", isolation_level=None)
+        self.service.executescript(EFFECT_SCHEMA)
+
+    def clock(self):
+        return self.now
+
+    # No waiting for the disk at each commit: the crash here is a process
+    # dying, not a power cut, and a dying process's open transaction rolls
+    # back whatever this setting says.
+    def connect_queue(self, **options):
+        queue = tinyq.Queue(self.queue_path, clock=self.clock, **options)
+        queue.db.execute("PRAGMA synchronous = OFF")
+        return queue
+
+    def tick(self, seconds=STEP_SECONDS):
+        self.now += seconds
+
+    def log(self, who, what, kind):
+        self.timeline.append({"t": self.now, "who": who, "what": what, "kind": kind})
+
+    def play(self):
+        """Run it: {outcome, effects, timeline}, or a survey's {passed}."""
+        try:
+            producer = self.connect_queue()
+            try:
+                return self._play(producer)
+            finally:
+                producer.close()
+        finally:
+            self.service.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _play(self, producer):
+        producer.db.executescript(EFFECT_SCHEMA)
+        job_id = producer.enqueue(KIND, {"customer": "bob"})
+        self.log("producer", f"queued job {job_id}: add {POINTS} loyalty points to Bob", "queued")
+        self._run_worker(1)
+        if self.survey:
+            return {"passed": self.passed}
+        if self.crashed_at is None and self.crash != "none":
+            self.log("explorer", "the worker never passed that moment: this protection does "
+                                 "not have it", "n/a")
+            return self._result(None)
+        if self.crashed_at is not None:
+            self._recover(producer, job_id)
+        return self._result(self._effects(producer, job_id))
+
+    def _run_worker(self, number):
+        worker = Worker(self, number)
+        try:
+            if not worker.turn():
+                worker.log("finds no job to claim: the queue holds nothing for it", "idle")
+        except _Crash:
+            pass
+        finally:
+            worker.close()
+
+    def _recover(self, producer, job_id):
+        gone = "worker 1's process is gone"
+        if self.crash_in_transaction:
+            gone += ", and its open transaction with it: what it wrote was never committed"
+        self.log("system", gone, "gone")
+        (status,) = producer.db.execute("SELECT status FROM jobs WHERE id = ?",
+                                        (job_id,)).fetchone()
+        if status == "running":
+            self.now = self.claimed_at + LEASE_SECONDS
+            self.log("queue", f"job {job_id}'s lease runs out: nobody acknowledged it", "expired")
+        else:
+            self.log("queue", f"job {job_id} is {status}: nothing is left to take over", status)
+        self.now = max(self.now, self.claimed_at + LEASE_SECONDS)
+        self._run_worker(2)
+
+    def _effects(self, producer, job_id):
+        effects = sum(db.execute("SELECT count(*) FROM points WHERE job = ?", (job_id,))
+                      .fetchone()[0] for db in (producer.db, self.service))
+        said = {0: "never added", 1: "added once", 2: "added twice"}.get(
+            effects, f"added {effects} times")
+        self.log("result", f"Bob has {effects * POINTS} points: the points were {said}", "result")
+        return effects
+
+    def _result(self, effects):
+        return {"outcome": "n/a" if effects is None else outcome_of(effects),
+                "effects": effects, "timeline": self.timeline}
+
+
+def play(protection, crash):
+    return Story(check("protection", protection, PROTECTIONS),
+                 check("crash", crash, CRASHES)).play()
+
+
+def moments(protection):
+    """The moments this protection's code passes, in the order of a job's
+    life, with what each one is in that code: found by running the job
+    without a crash, once for each variant of the code a choice selects."""
+    passed = {}                                # variant -> {moment: label}
+    found = [{"id": "none", "label": CRASHES["none"]}]
+    for crash in list(CRASHES)[1:]:
+        variant = keyed_by_hand(protection, crash)
+        if variant not in passed:
+            passed[variant] = Story(protection, crash, survey=True).play()["passed"]
+        if crash in passed[variant]:
+            found.append({"id": crash, "label": passed[variant][crash]})
+    return found
+
+
+def check(name, value, known):
+    if value not in known:
+        raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
+    return value
+
+
+# ---- the explorer
+
+class CrashTiming:
+    def __init__(self, protection="none", crash=None):
+        """crash: one of the protection's moments; by default after the
+        effect, the danger zone, where the protection has that moment."""
+        self.protection = check("protection", protection, PROTECTIONS)
+        self.crash = "after-effect"
+        self.moments = {}                     # protection -> its moments, as surveyed
+        self.seen = {}                        # (protection, crash) -> outcome, from run()
+        self.earned = set()
+        self.last = None                      # the result of the last run()
+        self.choose(crash=crash)
+
+    def close(self):
+        """Nothing to free: each run removes its own files."""
+
+    def crash_points(self, protection=None):
+        """The moments this protection's code passes (surveyed once, then kept)."""
+        protection = protection or self.protection
+        if protection not in self.moments:
+            self.moments[protection] = moments(protection)
+        return [dict(point) for point in self.moments[protection]]
+
+    def choose(self, protection=None, crash=None):
+        """Pick a protection, a crash point, or both. A moment the protection
+        lacks is refused, unless the protection changes in the same call (a
+        page sends both its choices at once): then, as when no moment is
+        given, a moment the new protection lacks falls back to no crash."""
+        chosen = self.protection if protection is None else check(
+            "protection", protection, PROTECTIONS)
+        available = [point["id"] for point in self.crash_points(chosen)]
+        wanted = self.crash if crash is None else check("crash", crash, CRASHES)
+        if wanted not in available:
+            if crash is not None and chosen == self.protection:
+                raise ValueError(f"the {chosen} protection has no moment {crash!r}; "
+                                 f"its moments: {', '.join(available)}")
+            wanted = "none"
+        self.protection, self.crash, self.last = chosen, wanted, None
+
+    def run(self):
+        """Run the chosen story once; its outcome."""
+        self.last = play(self.protection, self.crash)
+        outcome = self.last["outcome"]
+        self.seen[(self.protection, self.crash)] = outcome
+        if outcome in ("duplicate", "lost"):
+            self.earned.add(outcome)
+        if any(self.seen.get(("key", crash)) == "duplicate"
+               and self.seen.get(("transaction", crash)) == "exactly once" for crash in CRASHES):
+            self.earned.add("key-not-enough")
+        return outcome
+
+    def matrix(self):
+        """Every crash point against every protection, each cell run afresh."""
+        cells = {crash: {} for crash in CRASHES}
+        for protection in PROTECTIONS:
+            for crash in CRASHES:
+                result = play(protection, crash)
+                cells[crash][protection] = {"outcome": result["outcome"],
+                                            "effects": result["effects"]}
+        return {"rows": [{"id": key, "label": label} for key, label in CRASHES.items()],
+                "columns": [{"id": key, "label": label} for key, label in PROTECTIONS.items()],
+                "cells": cells}
+
+    def state(self):
+        last = self.last or {}
+        return {
+            "protection": self.protection,
+            "crash": self.crash,
+            "protections": [{"id": key, "label": label} for key, label in PROTECTIONS.items()],
+            "crash_points": self.crash_points(),
+            "lease": LEASE_SECONDS,
+            "timeline": [dict(step) for step in last.get("timeline", [])],
+            "outcome": last.get("outcome"),
+            "effects": last.get("effects"),
+            "tasks": [{"id": key, "text": text, "done": key in self.earned}
+                      for key, text in TASKS.items()],
+        }
+
+
+# ---- the text program
+
+def say_cell(cell):
+    if cell["outcome"] == "n/a":
+        return "n/a"
+    return f"{cell['outcome']} ({cell['effects']})"
+
+
+def print_matrix(matrix):
+    columns = [column["id"] for column in matrix["columns"]]
+    table = [["crash point"] + columns]
+    for row in matrix["rows"]:
+        cells = matrix["cells"][row["id"]]
+        table.append([row["label"]] + [say_cell(cells[column]) for column in columns])
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    for number, line in enumerate(table):
+        print("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip())
+        if number == 0:
+            print("  ".join("-" * width for width in widths))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Where a crash lands, against how the effect is protected.")
+    parser.parse_args(argv)
+    print(f"One job adds {POINTS} loyalty points; a worker dies at each moment, the lease "
+          f"({LEASE_SECONDS:g} s) runs out,\na new worker finishes the job; the number in "
+          f"brackets is how many times the points were added.\n")
+    print_matrix(CrashTiming().matrix())
+    print("\nThe row \"after the effect, before its key is recorded\" exists only where the "
+          "key is recorded\nin a step of its own: the worker adds the points in our own "
+          "database, then records the key.\nThe transaction writes the same points inside the "
+          "job's transaction: they commit with the ack.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+// The payment simulator (Chapters 6 to 8 and 10): a worker charges Alice
+// through a flaky bank, with the retry policy and the key mode the reader
+// sets; expected and actual balance side by side; and the O7 story, one
+// step at a time, run by Exercise 9's own code.
+
+import { el, player, taskList } from "./dom.js";
+
+const STEP_MS = 500;
+
+function dollars(cents) {
+  return `$${(cents / 100).toFixed(2)}`;
+}
+
+export function payment(body, { act, actOn, announce }) {
+  let finished = false;
+  const inputs = {
+    lost_request: el("input", { type: "range", min: "0", max: "0.5", step: "0.05", value: "0.3",
+      id: "pay-lost-request" }),
+    lost_reply: el("input", { type: "range", min: "0", max: "0.5", step: "0.05", value: "0.3",
+      id: "pay-lost-reply" }),
+    attempts: el("input", { type: "number", min: "1", max: "10", value: "5", id: "pay-attempts" }),
+    base: el("input", { type: "number", min: "0.01", max: "60", step: "0.1", value: "0.5",
+      id: "pay-base" }),
+    cap: el("input", { type: "number", min: "0.01", max: "3600", step: "1", value: "8",
+      id: "pay-cap" }),
+    charges: el("input", { type: "number", min: "1", max: "20", value: "5", id: "pay-charges" }),
+    seed: el("input", { type: "number", min: "0", value: "1", id: "pay-seed" }),
+    jitter: el("input", { type: "checkbox", checked: true, id: "pay-jitter" }),
+  };
+  const keys = el("select", { id: "pay-keys" },
+    el("option", { value: "none" }, "no key"),
+    el("option", { value: "fresh" }, "a fresh key per attempt"),
+    el("option", { value: "stable" }, "a stable key per order"));
+  const shownPercent = {
+    lost_request: el("output", { for: "pay-lost-request" }),
+    lost_reply: el("output", { for: "pay-lost-reply" }),
+  };
+  const play = el("button", { type: "button" }, "Play");
+  const speed = el("select", { "aria-label": "Speed" },
+    el("option", { value: "1" }, "1×"), el("option", { value: "4" }, "4×"));
+  const balance = el("p", { class: "sim-result" });
+  const timeline = el("ol", { class: "sim-events" });
+  const jobs = el("tbody");
+  const tasks = el("div");
+  const story = el("ol", { class: "sim-events" });
+  const storyTasks = el("div");
+  const blind = el("input", { type: "checkbox", id: "pay-blind" });
+  const storyNext = el("button", { type: "button", onclick: () => actOn("o7", "next", [], drawStory) },
+    "Next step of O7");
+
+  const playing = player(play, () => STEP_MS / Number(speed.value), () => act("step"),
+    () => finished);
+
+  function labelled(id, text, input, extra = null) {
+    return el("span", { class: "sim-field" }, el("label", { for: id }, text), input, extra);
+  }
+
+  body.append(
+    el("div", { class: "sim-controls" },
+      labelled("pay-lost-request", "Lost requests ", inputs.lost_request,
+        shownPercent.lost_request),
+      labelled("pay-lost-reply", "Lost replies ", inputs.lost_reply, shownPercent.lost_reply),
+      labelled("pay-keys", "Keys ", keys),
+      labelled("pay-attempts", "Attempts ", inputs.attempts),
+      labelled("pay-base", "Base (s) ", inputs.base),
+      labelled("pay-cap", "Cap (s) ", inputs.cap),
+      labelled("pay-jitter", "Jitter ", inputs.jitter),
+      labelled("pay-charges", "Charges ", inputs.charges),
+      labelled("pay-seed", "Seed ", inputs.seed)),
+    el("div", { class: "sim-controls" },
+      el("button", { type: "button", onclick: () => configure("run") }, "Run all charges"),
+      play,
+      el("button", { type: "button", onclick: () => act("step") }, "Step one attempt"),
+      el("label", {}, "Speed ", speed),
+      el("button", { type: "button", onclick: () => configure() }, "Reset"),
+      el("button", { type: "button", onclick: newSeed }, "New seed")),
+    balance,
+    el("div", { class: "sim-panels" },
+      el("section", { "aria-label": "Jobs", class: "wide" }, el("h4", {}, "The charge jobs"),
+        el("table", {}, el("thead", {}, el("tr", {},
+          el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Tries"),
+          el("th", {}, "The bank charged"), el("th", {}, "The worker knows"))), jobs)),
+      el("section", { "aria-label": "Attempts and waits", class: "wide" },
+        el("h4", {}, "Attempts and waits"), timeline)),
+    el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks),
+    el("section", { "aria-label": "The O7 story", class: "sim-story" },
+      el("h4", {}, "The O7 story (Chapter 10), one step at a time"),
+      el("div", { class: "sim-controls" }, storyNext,
+        el("button", { type: "button", onclick: () => actOn("o7", "reset", [blind.checked],
+          drawStory) }, "Start O7 over"),
+        labelled("pay-blind", "Trust keys past their 24 h ", blind)),
+      story, storyTasks));
+
+  function settings() {
+    return {
+      lost_request: Number(inputs.lost_request.value),
+      lost_reply: Number(inputs.lost_reply.value),
+      attempts: Number(inputs.attempts.value),
+      base: Number(inputs.base.value),
+      cap: Number(inputs.cap.value),
+      charges: Number(inputs.charges.value),
+      seed: Number(inputs.seed.value),
+      jitter: inputs.jitter.checked,
+      keys: keys.value,
+    };
+  }
+
+  // Apply the controls (which starts the charges afresh), then maybe run.
+  async function configure(then) {
+    playing.stop();
+    await act("configure", settings());
+    if (then) {
+      await act(then);
+    }
+  }
+
+  function newSeed() {
+    inputs.seed.value = String(Number(inputs.seed.value) + 1);
+    configure();
+  }
+
+  function draw(state) {
+    finished = state.finished;
+    for (const name of ["lost_request", "lost_reply"]) {
+      shownPercent[name].textContent = ` ${Math.round(state.settings[name] * 100)}%`;
+    }
+    balance.textContent = `Alice should have paid ${dollars(state.expected_cents)}; ` +
+      `she has paid ${dollars(state.actual_cents)}. ${state.difference}`;
+    jobs.replaceChildren(...state.jobs.map((job) => el("tr",
+      { class: job.status === "dead" ? "dead" : "" },
+      el("th", { scope: "row" }, String(job.id)),
+      el("td", {}, job.status === "dead" ? "✗ dead" : job.status),
+      el("td", {}, String(job.attempts)),
+      el("td", {}, job.charged_times > 1 ? `⚠ ${job.truth}` : job.truth),
+      el("td", {}, job.worker_knows))));
+    timeline.replaceChildren(...state.timeline.slice(-12).map((entry) => el("li",
+      { class: `event-${entry.outcome}` }, `${entry.t.toFixed(2)} s: ${entry.text}`)));
+    tasks.replaceChildren(taskList(state.tasks));
+    if (state.finished) {
+      announce(balance.textContent);
+    }
+  }
+
+  function drawStory(state) {
+    story.replaceChildren(...state.steps.map((step) => el("li", {},
+      `${step.time}, ${step.who}: ${step.text}`,
+      step.provider.length ? el("span", { class: "sim-provider" },
+        ` (${step.provider.join("; ")})`) : null)));
+    storyNext.disabled = state.finished;
+    storyTasks.replaceChildren(taskList(state.tasks));
+    if (state.steps.length) {
+      announce(state.steps[state.steps.length - 1].text);
+    }
+  }
+
+  function started() {
+    return actOn("o7", "new", [{ blind: false }], drawStory);
+  }
+
+  return { draw, started, options: {} };
+}
