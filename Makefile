@@ -2,6 +2,7 @@
 # make serve              build it and serve it on http://localhost:8000
 # make check              run every test against code/ (installs what it needs)
 # make check WORK=folder  grade a learner's exercise files in folder instead
+# make grade CLASS=folder grade every learner's folder inside folder: a table
 # make bench              print build, page-weight and queue numbers (no pass/fail)
 # make clean              remove the virtualenv, node_modules and caches
 
@@ -23,7 +24,7 @@ else
 CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) chromium
 endif
 
-.PHONY: site serve check bench clean chromium
+.PHONY: site serve check grade bench clean chromium
 
 site: $(INSTALLED) $(NODE_INSTALLED)
 	$(VENV)/bin/python tools/build.py
@@ -34,6 +35,10 @@ serve: site
 
 check: $(CHECK_NEEDS)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+grade: $(INSTALLED)
+	@test -n "$(CLASS)" || { echo "usage: make grade CLASS=folder (one folder per learner inside)"; exit 2; }
+	$(VENV)/bin/python tools/grade.py "$(CLASS)"
 
 bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) chromium
 	$(VENV)/bin/python tools/bench.py

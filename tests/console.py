@@ -18,6 +18,7 @@ import difflib
 import doctest
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -35,8 +36,11 @@ import fences
 ROOT = Path(__file__).resolve().parent.parent
 TIMEWARP_FOLDER = Path(__file__).resolve().parent / "timewarp"
 TIMEWARP_FACTOR = 20          # sleeps run 20 times faster; clocks still agree
-COMMAND_TIMEOUT = 60          # real seconds for one command started by run()
-SYNC_TIMEOUT = 30             # real seconds a transcript waits for output, or for an exit
+# Real seconds: how long one command started by run() may take, and how long
+# a transcript waits for output, or for an exit. The grader's own tests
+# shorten both with COMMAND_TIMEOUT=seconds, to watch a hang being caught.
+COMMAND_TIMEOUT = float(os.environ.get("COMMAND_TIMEOUT", 60))
+SYNC_TIMEOUT = min(30, COMMAND_TIMEOUT)
 EXIT_GRACE = 3                # real seconds a command that went wrong gets to finish
 # each one is documented in CONTRIBUTING.md
 KNOWN_ATTRIBUTES = {"edit", "session", "terminal", "timewarp", "timings"}
@@ -192,14 +196,25 @@ def child_environment(bin_folder, timewarp, clock=None):
     return env
 
 
-def interrupt_by_default():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
+# What one command (and each process it starts) may use: plenty for any
+# exercise, and a stop for a learner's runaway loop, memory leak or file that
+# fills the disk. The limits are inherited by the command's children.
+LIMITS = {
+    resource.RLIMIT_CPU: 120,                    # seconds of CPU per process
+    resource.RLIMIT_AS: 2 * 1024 ** 3,           # bytes of memory per process
+    resource.RLIMIT_FSIZE: 100 * 1024 ** 2,      # bytes in any one file it writes
+}
 # A shell ignores SIGINT for the jobs it starts in the background, and children
 # inherit that; a terminal's ^C reaches programs that have the default action.
-RESTORE_SIGINT = (interrupt_by_default if signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-                  else None)
+SIGINT_IGNORED = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def prepare_child():
+    """Runs in each command's process before bash starts."""
+    if SIGINT_IGNORED:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for limit, value in LIMITS.items():
+        resource.setrlimit(limit, (value, value))
 LIVE_GROUPS = set()           # process groups to kill if the tests end early
 
 
@@ -217,7 +232,7 @@ class Process:
             ["bash", "-c", command], cwd=folder, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,      # its own process group, to signal it whole
-            preexec_fn=RESTORE_SIGINT)
+            preexec_fn=prepare_child)
         LIVE_GROUPS.add(self.popen.pid)
         self.lines = []                  # as printed, each with its "\n"
         self.exited = False              # and all its output read

@@ -1,10 +1,13 @@
 """pytest wiring: collect guide.md's console blocks with Sybil, choose the
 folder whose exercise files are checked (code/, or --work FOLDER), and end
-with one line per exercise: PASS, FAIL or MISSING.
+with one line per exercise: PASS, FAIL, ERROR (the program crashed), TIMEOUT
+(it ran too long), MISSING or NOT RUN; a problem also names the chapter and
+section to reread.
 
 Loaded from the root conftest.py, since guide.md sits at the root.
 """
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -89,19 +92,45 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.section("exercises")
     terminalreporter.write_line(
         f"{results['blocks']} console blocks of guide.md run against {folder}")
+    guide = GUIDE.read_text(encoding="utf-8")
     for exercise in console.exercises_in(fences.read_guide(GUIDE)):
         problems = results["problems"][exercise]
         if not (folder / exercise).is_file():
             status = "MISSING"
         elif problems:
-            status = "FAIL"
+            status = failure_kind(problems)
         elif exercise in results["ran"]:
             status = "PASS"
         else:
             status = "NOT RUN"
         terminalreporter.write_line(f"{exercise}  {status}")
-        if status == "FAIL":
+        if status in ("FAIL", "ERROR", "TIMEOUT"):
+            terminalreporter.write_line(f"    reread: {where_taught(guide, exercise)}")
             for problem in problems:
                 lines = problem.splitlines()
                 for line in lines[:12] + (["[...]"] if len(lines) > 12 else []):
                     terminalreporter.write_line("    " + line)
+
+
+def failure_kind(problems):
+    """TIMEOUT when a program ran too long; ERROR when it would not compile,
+    or crashed where the guide shows no crash (a traceback on a diff line of
+    its own: the guide's Break Its show tracebacks too); otherwise FAIL, a
+    program that ran and did or printed something else."""
+    text = "\n".join(problems)
+    if re.search(r"still running|had not printed, after", text):
+        return "TIMEOUT"
+    if re.search(r"SyntaxError|IndentationError|^\s*\+Traceback \(most recent call last\)",
+                 text, re.M):
+        return "ERROR"
+    return "FAIL"
+
+
+def where_taught(guide, exercise):
+    """The chapter and section that present the exercise's listing."""
+    include = guide.find(f'include="code/{exercise}"')
+    before = guide[:include] if include >= 0 else ""
+    chapter = re.findall(r"^# (.+)$", before, re.M)
+    section = re.findall(r"^## (.+)$", before[before.rfind("\n# "):], re.M) if chapter else []
+    return " › ".join((chapter[-1:] + section[-1:]) or ["the guide"])
+

@@ -545,3 +545,5 @@ def test_a_changed_exercise_fails_with_a_diff(tmp_path):
         (name, "MISSING") for name in EXERCISES[2:]], output
     assert re.search(r"^    guide.md:\d+: `\$ python3 ex01_slow_signup.py` printed", output, re.M)
     assert "    +ann@example.com: account made" in output
+    assert "    reread: 1. The Waiter Who Cooks › Exercise 1: A Signup That Makes You Wait" \
+        in output
