@@ -18,7 +18,8 @@ NODE_INSTALLED := node_modules/installed
 
 ifdef WORK
 # grading needs neither the browser nor the site tools
-PYTEST_ARGS := guide.md tests/test_exercises.py tests/test_chaos.py --work="$(abspath $(WORK))"
+PYTEST_ARGS := guide.md tests/test_exercises.py tests/test_capstone.py tests/test_chaos.py \
+	--work="$(abspath $(WORK))"
 CHECK_NEEDS := $(INSTALLED)
 else
 CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) chromium

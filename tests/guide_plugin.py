@@ -115,15 +115,17 @@ def pytest_terminal_summary(terminalreporter, config):
 def failure_kind(problems):
     """TIMEOUT when a program ran too long; ERROR when it would not compile,
     or crashed where the guide shows no crash (a traceback on a diff line of
-    its own: the guide's Break Its show tracebacks too); otherwise FAIL, a
+    its own: the guide's Break Its show tracebacks too), unless the crash was
+    the transcript's own Ctrl-C arriving at another moment; otherwise FAIL, a
     program that ran and did or printed something else."""
     text = "\n".join(problems)
     if re.search(r"still running|had not printed, after", text):
         return "TIMEOUT"
-    if re.search(r"SyntaxError|IndentationError|^\s*\+Traceback \(most recent call last\)",
-                 text, re.M):
+    if re.search(r"SyntaxError|IndentationError", text):
         return "ERROR"
-    return "FAIL"
+    crashed = re.search(r"^\s*\+Traceback \(most recent call last\)", text, re.M)
+    interrupted = re.search(r"^\s*\+KeyboardInterrupt$", text, re.M)
+    return "ERROR" if crashed and not interrupted else "FAIL"
 
 
 def where_taught(guide, exercise):

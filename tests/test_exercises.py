@@ -172,11 +172,13 @@ class Terminals:
     def run(self, command):
         """Run a command to its end; return what it printed."""
         process = self.start(command)
-        assert process.wait_until(lambda lines, exited: exited, 60), process.output()
+        assert process.wait_until(lambda lines, exited: exited, console.COMMAND_TIMEOUT), \
+            process.output()
         return process.output()
 
-    def wait_for(self, process, text, timeout=60):
-        process.wait_until(lambda lines, exited: exited or text in "".join(lines), timeout)
+    def wait_for(self, process, text):
+        process.wait_until(lambda lines, exited: exited or text in "".join(lines),
+                           console.COMMAND_TIMEOUT)
         assert text in process.output(), f"never printed {text!r}:\n{process.output()}"
 
     def sleep(self, seconds):
@@ -186,7 +188,8 @@ class Terminals:
     def stop(self, process):
         """Ctrl-C, then wait for the process to finish."""
         process.interrupt()
-        assert process.wait_until(lambda lines, exited: exited, 60), process.output()
+        assert process.wait_until(lambda lines, exited: exited, console.COMMAND_TIMEOUT), \
+            process.output()
         return process.output()
 
     def close(self):

@@ -1,8 +1,9 @@
 """Grading a class with `make grade CLASS=folder` (tools/grade.py), and the
-safety of running learners' files: a syntax error, a hang and a file that
-writes and deletes files around it each end that learner's exercise with a
-clear verdict, the other learners are graded all the same, and the
-repository is left exactly as it was."""
+safety of running learners' files: a syntax error, a hang, a misnamed file
+and a file that writes and deletes files around it each end that learner's
+exercise with a clear verdict, the other learners are graded all the same,
+and the repository is left exactly as it was. And fairness: classic
+mistakes fail their own exercise, and no other."""
 
 import csv
 import hashlib
@@ -49,6 +50,7 @@ def test_a_class_is_graded_learner_by_learner(tmp_path):
     (ann / "ex02_jobs.py").write_text("def broken(:\n    pass\n")
     (ann / "ex03_memory_queue.py").write_text("while True:\n    pass\n")
     (ann / "ex04_durable_queue.py").write_text(VANDAL)
+    shutil.copy(CODE / "ex05_two_workers.py", ann / "ex05_two_worker.py")   # a typo in its name
     before = repository_fingerprint()
 
     result = subprocess.run([sys.executable, "tools/grade.py", str(learners)], cwd=ROOT,
@@ -66,7 +68,7 @@ def test_a_class_is_graded_learner_by_learner(tmp_path):
     assert verdicts["ex02_jobs.py"] == "ERROR"           # the syntax error
     assert verdicts["ex03_memory_queue.py"] == "TIMEOUT"  # the endless loop
     assert verdicts["ex04_durable_queue.py"] == "FAIL"    # it ran, and printed the wrong thing
-    assert {verdicts[name] for name in exercises[4:]} == {"MISSING"}
+    assert {verdicts[name] for name in exercises[4:]} == {"MISSING"}   # ex05 misnamed, too
     assert rows["ann"][-1] == f"1/{len(exercises)}"
     assert rows["empty"][1:] == ["MISSING"] * len(exercises) + [f"0/{len(exercises)}"]
     assert result.stdout == (learners / "grades.md").read_text()
@@ -74,7 +76,8 @@ def test_a_class_is_graded_learner_by_learner(tmp_path):
     # the vandal wrote beside its own temporary copy, not in the learner's folder or ours
     assert repository_fingerprint() == before
     assert sorted(p.name for p in ann.iterdir()) == [
-        "ex01_slow_signup.py", "ex02_jobs.py", "ex03_memory_queue.py", "ex04_durable_queue.py"]
+        "ex01_slow_signup.py", "ex02_jobs.py", "ex03_memory_queue.py", "ex04_durable_queue.py",
+        "ex05_two_worker.py"]
 
 
 def test_grade_needs_a_class_folder(tmp_path):
@@ -84,3 +87,71 @@ def test_grade_needs_a_class_folder(tmp_path):
     result = subprocess.run([sys.executable, "tools/grade.py", str(tmp_path)],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2 and "holds no learner folders" in result.stderr
+
+
+# Classic mistakes, each made in a copy of the reference, as a learner would.
+CLASSIC_MISTAKES = {
+    "ex02_jobs.py": [("", "")],                      # handed in empty
+    "ex05_two_workers.py": [(                        # a two-step claim where one belongs
+        '''    return db.execute("""
+        UPDATE jobs SET worker = ?, status = 'running'
+        WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id ASC LIMIT 1)
+        RETURNING id, kind, args
+    """, (WORKER,)).fetchone()''',
+        '''    oldest = db.execute("SELECT id, kind, args FROM jobs WHERE status = 'queued' "
+                        "ORDER BY id ASC LIMIT 1").fetchone()
+    if oldest is not None:
+        db.execute("UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?",
+                   (WORKER, oldest[0]))
+    return oldest''')],
+    "ex06_leases.py": [                              # a claim that ignores expired leases
+        ("                       OR (status = 'running' AND locked_until < ?)\n", ""),
+        ("(WORKER, now + lease, now)", "(WORKER, now + lease)")],
+    "ex08_idempotency.py": [(                        # a key made fresh on every attempt
+        'key = f"charge-for-order-{order_id}"', 'key = f"charge-{uuid.uuid4()}"')],
+    "capstone/tinyq.py": [(                          # complete() without the token check
+        "WHERE id = :id AND locked_by = :token AND status = 'running'",
+        "WHERE id = :id AND status = 'running'")],
+    "capstone/shop.py": [(                           # points awarded outside the transaction
+        '''        with job.complete() as db:
+            db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
+                       (POINTS, job.args["customer"]))
+            maybe_crash("inside the transaction, before the commit")''',
+        '''        queue.db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
+                         (POINTS, job.args["customer"]))
+        maybe_crash("after the points, before the ack")''')],
+}
+
+
+def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path):
+    """One learner who made every classic mistake, each in its own file: the
+    grader fails exactly those exercises (the capstone for its two) and
+    passes every other."""
+    learner = tmp_path / "class" / "everything-wrong"
+    shutil.copytree(CODE, learner, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, edits in CLASSIC_MISTAKES.items():
+        if edits == [("", "")]:
+            (learner / name).write_text("")
+        for old, new in (edit for edit in edits if edit != ("", "")):
+            console.apply_edit(learner, name, old, new)
+
+    # Commands that wait for something a mistake prevents give up after 10 s.
+    result = subprocess.run([sys.executable, "tools/grade.py", str(learner.parent)], cwd=ROOT,
+                            capture_output=True, text=True,
+                            env={**os.environ, "COMMAND_TIMEOUT": "10"})
+
+    with (learner.parent / "grades.csv").open() as table:
+        header, row = list(csv.reader(table))
+    verdicts = dict(zip(header[1:-1], row[1:-1]))
+    wrong = {"ex02_jobs.py", "ex05_two_workers.py", "ex06_leases.py", "ex08_idempotency.py",
+             "capstone/chaos.py"}
+    assert {name for name, verdict in verdicts.items() if verdict != "PASS"} == wrong, \
+        result.stdout
+    assert {name: verdicts[name] for name in sorted(wrong)} == {
+        "capstone/chaos.py": "FAIL",
+        "ex02_jobs.py": "ERROR",             # what it should define is not there
+        "ex05_two_workers.py": "FAIL",
+        "ex06_leases.py": "TIMEOUT",         # a healthy worker waits for ever for the job
+        "ex08_idempotency.py": "FAIL",
+    }
+    assert result.returncode == 1

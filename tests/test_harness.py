@@ -507,7 +507,8 @@ def grade(work, *tests):
     """make check WORK=... as a subprocess (its own tests, not this file: no recursion)."""
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-         *(tests or ("guide.md", "tests/test_exercises.py", "tests/test_chaos.py")),
+         *(tests or ("guide.md", "tests/test_exercises.py", "tests/test_capstone.py",
+                     "tests/test_chaos.py")),
          f"--work={work}"],
         cwd=console.ROOT, capture_output=True, text=True)
     verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/chaos)\.py)  (\w+)$", result.stdout,
