@@ -258,9 +258,11 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
     assert watched.problems == []
 
 
-def test_started_simulations_have_no_serious_accessibility_violations(browser, site_url):
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_started_simulations_have_no_serious_accessibility_violations(browser, site_url,
+                                                                      scheme):
     """All four, started on the one page that holds them all (one Python)."""
-    context = browser.new_context(bypass_csp=True)       # for axe, as above
+    context = browser.new_context(bypass_csp=True, color_scheme=scheme)   # for axe, as above
     page = context.new_page()
     page.goto(f"{site_url}/all.html")
     first_moves = {"race": "Step worker 1", "killable-queue": "Add a job",

@@ -3,7 +3,7 @@
 // recovery; and the matrix of every moment against every protection, each
 // cell run for real.
 
-import { el, player, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "./dom.js";
 
 const STEP_MS = 600;
 const MARKS = { "exactly once": "✓", duplicate: "⚠", lost: "✗", "n/a": "–" };
@@ -42,10 +42,10 @@ export function crashTiming(body, { act, announce }) {
         "Show every crash and protection"),
       el("span", { class: "sim-clock" }, "no dice: the same choice always runs the same way")),
     el("div", { class: "sim-panels" },
-      el("section", { "aria-label": "What happened", class: "wide" },
-        el("h4", {}, "What happened"), timeline, outcome)),
+      el("section", { class: "wide" },
+        el("h3", {}, "What happened"), timeline, outcome)),
     matrix,
-    el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks));
+    el("section", {}, el("h3", {}, "Try to"), tasks));
 
   const playing = player(play, () => STEP_MS / Number(speed.value), step,
     () => !state || shown >= state.timeline.length);
@@ -108,8 +108,8 @@ export function crashTiming(body, { act, announce }) {
         return el("td", { class: `outcome-${cell.outcome.replace(/\W+/g, "-")}` },
           outcomeText(cell.outcome, cell.outcome === "n/a" ? null : cell.effects));
       })));
-    matrix.replaceChildren(el("h4", {}, "Every crash against every protection, each run"),
-      el("table", {}, el("thead", {}, header), el("tbody", {}, ...rows)));
+    matrix.replaceChildren(el("h3", {}, "Every crash against every protection, each run"),
+      scrolling(el("table", {}, el("thead", {}, header), el("tbody", {}, ...rows))));
     announce("The matrix of every crash and protection is shown below the timeline.");
   }
 

@@ -45,3 +45,9 @@ export function player(button, interval, step, finished = () => false) {
   button.addEventListener("click", () => (timer ? stop() : start()));
   return { stop };
 }
+
+// A table that may be wider than the page: it scrolls sideways, and can be
+// focused, so that a keyboard can scroll it too.
+export function scrolling(table) {
+  return el("div", { class: "sim-scroll", tabindex: "0" }, table);
+}

@@ -2,7 +2,7 @@
 // workers, all tinyq, on a virtual clock. The reader adds jobs, kills and
 // restarts workers, sets the lease, and plays or steps time.
 
-import { el, player, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "./dom.js";
 
 const TICK_MS = 200;                 // how often playing moves the clock
 const ANNOUNCED = new Set(["killed", "expired", "takeover", "duplicate", "lost"]);
@@ -42,18 +42,18 @@ export function killableQueue(body, { act, announce }) {
   const tasks = el("div");
   body.append(controls,
     el("div", { class: "sim-panels" },
-      el("section", { "aria-label": "Workers" }, el("h4", {}, "Workers"),
-        el("table", {}, el("thead", {}, el("tr", {},
+      el("section", {}, el("h3", {}, "Workers"),
+        scrolling(el("table", {}, el("thead", {}, el("tr", {},
           el("th", {}, "Worker"), el("th", {}, "Doing"), el("th", {}, "Job"),
           el("th", {}, "Time left"), el("th", {}, el("span", { class: "visually-hidden" },
-            "Action")))), workers)),
-      el("section", { "aria-label": "Jobs table" }, el("h4", {}, "The jobs table"),
-        el("table", {}, el("thead", {}, el("tr", {},
+            "Action")))), workers))),
+      el("section", {}, el("h3", {}, "The jobs table"),
+        scrolling(el("table", {}, el("thead", {}, el("tr", {},
           el("th", {}, "Job"), el("th", {}, "Email to"), el("th", {}, "Status"),
-          el("th", {}, "Attempts"), el("th", {}, "Lease left"))), jobs)),
-      el("section", { "aria-label": "Outbox" }, el("h4", {}, "Outbox"), outbox),
-      el("section", { "aria-label": "What happened" }, el("h4", {}, "What happened"), events)),
-    el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks));
+          el("th", {}, "Attempts"), el("th", {}, "Lease left"))), jobs))),
+      el("section", {}, el("h3", {}, "Outbox"), outbox),
+      el("section", {}, el("h3", {}, "What happened"), events)),
+    el("section", {}, el("h3", {}, "Try to"), tasks));
 
   function reset() {
     playing.stop();

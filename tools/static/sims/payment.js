@@ -3,7 +3,7 @@
 // sets; expected and actual balance side by side; and the O7 story, one
 // step at a time, run by Exercise 9's own code.
 
-import { el, player, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "./dom.js";
 
 const STEP_MS = 500;
 
@@ -76,15 +76,15 @@ export function payment(body, { act, actOn, announce }) {
       el("button", { type: "button", onclick: newSeed }, "New seed")),
     balance,
     el("div", { class: "sim-panels" },
-      el("section", { "aria-label": "Jobs", class: "wide" }, el("h4", {}, "The charge jobs"),
-        el("table", {}, el("thead", {}, el("tr", {},
+      el("section", { class: "wide" }, el("h3", {}, "The charge jobs"),
+        scrolling(el("table", {}, el("thead", {}, el("tr", {},
           el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Tries"),
-          el("th", {}, "The bank charged"), el("th", {}, "The worker knows"))), jobs)),
-      el("section", { "aria-label": "Attempts and waits", class: "wide" },
-        el("h4", {}, "Attempts and waits"), timeline)),
-    el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks),
-    el("section", { "aria-label": "The O7 story", class: "sim-story" },
-      el("h4", {}, "The O7 story (Chapter 10), one step at a time"),
+          el("th", {}, "The bank charged"), el("th", {}, "The worker knows"))), jobs))),
+      el("section", { class: "wide" },
+        el("h3", {}, "Attempts and waits"), timeline)),
+    el("section", {}, el("h3", {}, "Try to"), tasks),
+    el("section", { class: "sim-story" },
+      el("h3", {}, "The O7 story (Chapter 10), one step at a time"),
       el("div", { class: "sim-controls" }, storyNext,
         el("button", { type: "button", onclick: () => actOn("o7", "reset", [blind.checked],
           drawStory) }, "Start O7 over"),

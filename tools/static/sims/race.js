@@ -2,7 +2,7 @@
 // statement at a time, in the order the reader chooses, on a real SQLite
 // table. "Try every interleaving" runs all orders and counts duplicates.
 
-import { el, player, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "./dom.js";
 
 const STEP_MS = 700;                  // one statement per step when playing
 
@@ -49,14 +49,14 @@ export function race(body, { act, announce }) {
       el("button", { type: "button", onclick: tryEveryOrder }, "Try every interleaving"),
       seedShown),
     el("div", { class: "sim-panels" },
-      el("section", { "aria-label": "Code", class: "wide" },
-        el("h4", {}, "Where each worker is: W1 and W2 mark the line each runs next"), code),
-      el("section", { "aria-label": "Jobs table" }, el("h4", {}, "The jobs table"),
-        el("table", {}, el("thead", {}, el("tr", {},
-          el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Worker"))), table)),
-      el("section", { "aria-label": "Outbox" }, el("h4", {}, "Outbox"), outbox, result)),
+      el("section", { class: "wide" },
+        el("h3", {}, "Where each worker is: W1 and W2 mark the line each runs next"), code),
+      el("section", {}, el("h3", {}, "The jobs table"),
+        scrolling(el("table", {}, el("thead", {}, el("tr", {},
+          el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Worker"))), table))),
+      el("section", {}, el("h3", {}, "Outbox"), outbox, result)),
     everyOrder,
-    el("section", { "aria-label": "Tasks" }, el("h4", {}, "Try to"), tasks));
+    el("section", {}, el("h3", {}, "Try to"), tasks));
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => {
     const able = [0, 1].filter((worker) => !finished[worker]);
