@@ -16,6 +16,7 @@ keep the two in step.
 import atexit
 import difflib
 import doctest
+import hashlib
 import os
 import re
 import resource
@@ -147,6 +148,29 @@ def read_timewarp(block):
 
 def copy_sources(source_folder, folder):
     shutil.copytree(source_folder, folder, ignore=LEFTOVERS)
+
+
+IMPORTED = {}                 # a file's SHA-256 -> None, or why importing it failed
+
+
+def import_fails(path):
+    """None if the Python file at path can be imported, in a child process
+    with the usual limits, within COMMAND_TIMEOUT; otherwise what went wrong.
+    Tests that import a learner's module call this first, so a file that
+    hangs or crashes on import fails those tests at once, each of them,
+    instead of hanging the test run. Checked once per file content."""
+    path = Path(path)
+    key = hashlib.sha256(path.read_bytes()).hexdigest()
+    if key not in IMPORTED:
+        with tempfile.TemporaryDirectory(dir=SCRATCH) as folder:
+            shutil.copy(path, folder)
+            try:
+                status, output = run(f"python3 -c 'import {path.stem}'", folder)
+                IMPORTED[key] = None if status == 0 else \
+                    f"{path.name} crashed when imported:\n{output}"
+            except TranscriptError as error:
+                IMPORTED[key] = f"importing {path.name}: {error}"
+    return IMPORTED[key]
 
 
 def apply_edit(folder, file_name, old, new):

@@ -121,7 +121,7 @@ def failure_kind(problems):
     text = "\n".join(problems)
     if re.search(r"still running|had not printed, after", text):
         return "TIMEOUT"
-    if re.search(r"SyntaxError|IndentationError", text):
+    if re.search(r"SyntaxError|IndentationError|crashed when imported", text):
         return "ERROR"
     crashed = re.search(r"^\s*\+Traceback \(most recent call last\)", text, re.M)
     interrupted = re.search(r"^\s*\+KeyboardInterrupt$", text, re.M)

@@ -3,23 +3,34 @@ WORK folder): each test states one promise the library makes, with time
 moved by hand and dice from a fixed seed."""
 import importlib.util
 import random
+import shutil
 import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import pytest
+
+import console
 
 pytestmark = pytest.mark.exercise("capstone/chaos.py")   # graded with the capstone
 tinyq = None                     # the module under test, loaded by load_tinyq
 
 
 @pytest.fixture(autouse=True)
-def load_tinyq(source_folder):
-    """Every test sees `tinyq` as the library in the folder under test."""
+def load_tinyq(source_folder, tmp_path, monkeypatch):
+    """Every test sees `tinyq` as the library in the folder under test,
+    imported from a copy, with a temporary folder as the current one."""
     global tinyq
     path = source_folder / "capstone" / "tinyq.py"
     if not path.is_file():
         pytest.fail(f"capstone/tinyq.py is missing from {source_folder}")
+    problem = console.import_fails(path)
+    if problem:
+        pytest.fail(problem)
+    (tmp_path / "learner").mkdir()
+    path = Path(shutil.copy(path, tmp_path / "learner"))
+    monkeypatch.chdir(tmp_path)
     spec = importlib.util.spec_from_file_location("tinyq", path)
     tinyq = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tinyq)

@@ -724,8 +724,13 @@ def test_ex08_most_seeds_balance_and_seed_13_charges_a_dead_job(folder):
 # ---------------------------------------------------------------- Exercise 9
 
 @pytest.fixture
-def ex09(folder):
-    """The exercise as a module, so its interface can be driven directly."""
+def ex09(folder, monkeypatch):
+    """The exercise as a module, so its interface can be driven directly
+    (imported from the test's copy, which is also the current folder)."""
+    problem = console.import_fails(folder / "ex09_charge_worker.py")
+    if problem:
+        pytest.fail(problem)
+    monkeypatch.chdir(folder)
     spec = importlib.util.spec_from_file_location("ex09", folder / "ex09_charge_worker.py")
     module = importlib.util.module_from_spec(spec)
     with contextlib.redirect_stdout(io.StringIO()):      # the provider narrates
