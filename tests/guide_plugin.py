@@ -119,7 +119,7 @@ def failure_kind(problems):
     the transcript's own Ctrl-C arriving at another moment; otherwise FAIL, a
     program that ran and did or printed something else."""
     text = "\n".join(problems)
-    if re.search(r"still running|had not printed, after", text):
+    if re.search(r"still running|had not printed, after|Failed: Timeout \(>", text):
         return "TIMEOUT"
     if re.search(r"SyntaxError|IndentationError|crashed when imported", text):
         return "ERROR"

@@ -158,3 +158,21 @@ def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path):
         "ex08_idempotency.py": "FAIL",
     }
     assert result.returncode == 1
+
+
+def test_a_function_that_never_returns_is_a_timeout(tmp_path):
+    """ex09's tests call the learner's functions in the test process; one
+    that loops for ever is stopped by the per-test time limit (pytest.ini's,
+    shortened here), and the exercise reads TIMEOUT."""
+    learner = tmp_path / "loops"
+    learner.mkdir()
+    shutil.copy(CODE / "ex09_charge_worker.py", learner)
+    console.apply_edit(learner, "ex09_charge_worker.py", "    # 1. Write down what we are",
+                       "    while True:\n        pass\n    # 1. Write down what we are")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_exercises.py",
+         "-k", "ex09_changed_inputs", "--timeout=5", f"--work={learner}"],
+        cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "\nex09_charge_worker.py  TIMEOUT\n" in result.stdout, result.stdout
+    assert "Failed: Timeout (>5.0s)" in result.stdout
