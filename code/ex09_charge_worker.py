@@ -62,6 +62,10 @@ def open_db(path):
     return db
 
 
+def dollars(cents):
+    return f"${cents / 100:.2f}"
+
+
 def digest(inputs):
     """The same inputs, in any order, always give the same digest."""
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
@@ -283,13 +287,19 @@ def replay_o7():
     def say(text):
         print(f"{clock.stamp()}  {text}")
 
-    clock.set(1, 12, 0)
-    say("W1 takes O7 (North, invoice 7, $50.00) and calls the provider, key O7")
-    try:
-        process(db, CrashAfterCall(provider), o7["id"], o7["inputs"], clock)
-    except WorkerCrashed:
-        clock.set(1, 12, 1)
-        say("W1 crashes before it records the charge or acknowledges O7")
+    def charge_then_crash(message, hours, minutes):
+        """W1 calls the provider, which charges; W1 dies a minute later."""
+        op_id, inputs = message["id"], message["inputs"]
+        clock.set(1, hours, minutes)
+        say(f"W1 takes {op_id} ({inputs['tenant']}, invoice {inputs['invoice']},"
+            f" {dollars(inputs['amount_cents'])}) and calls the provider, key {op_id}")
+        try:
+            process(db, CrashAfterCall(provider), op_id, inputs, clock)
+        except WorkerCrashed:
+            clock.set(1, hours, minutes + 1)
+            say(f"W1 crashes before it records the charge or acknowledges {op_id}")
+
+    charge_then_crash(o7, 12, 0)
     clock.set(1, 12, 2)
     say("the queue delivers O7 again (at least once, as promised); W2 takes it")
     charge = deliver(db, provider, o7, dead, clock=clock)
@@ -298,18 +308,12 @@ def replay_o7():
 
     clock.set(1, 12, 5)
     changed = {"id": "O7", "inputs": dict(o7["inputs"], amount_cents=6000)}
-    say("a message for O7 arrives again, now for $60.00")
+    say(f"a message for O7 arrives again, now for {dollars(changed['inputs']['amount_cents'])}")
     deliver(db, provider, changed, dead, clock=clock)
     say(f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter")
 
     o8 = {"id": "O8", "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
-    clock.set(1, 12, 10)
-    say("W1 takes O8 (North, invoice 8, $20.00) and calls the provider, key O8")
-    try:
-        process(db, CrashAfterCall(provider), o8["id"], o8["inputs"], clock)
-    except WorkerCrashed:
-        clock.set(1, 12, 11)
-        say("W1 crashes before it records the charge or acknowledges O8")
+    charge_then_crash(o8, 12, 10)
     clock.set(2, 14, 0)
     say("O8 is delivered again, 26 hours later: the provider has forgotten key O8")
     charge = deliver(db, provider, o8, dead, clock=clock)
