@@ -81,7 +81,7 @@ def queue(make_queue):
 
 def row(queue, job_id):
     return queue.db.execute(
-        "SELECT status, attempts, run_at, locked_by, last_error FROM jobs WHERE id = ?",
+        "SELECT status, attempts, run_at, token, last_error FROM jobs WHERE id = ?",
         (job_id,)).fetchone()
 
 
@@ -153,14 +153,129 @@ def test_a_claim_is_a_lease(make_queue, clock):
     assert row(queue, job_id)[3] == second.token
 
 
-def test_the_same_seed_gives_the_same_tokens(make_queue):
+def test_the_token_grows_with_every_claim_of_a_job(make_queue, clock):
+    queue = make_queue(lease=1)
+    queue.enqueue("email", {})
     tokens = []
-    for seed in (7, 7):
-        queue = make_queue(seed=seed)
-        queue.db.execute("DELETE FROM jobs")
-        queue.enqueue("email", {})
-        tokens.append(queue.claim().token)
-    assert tokens[0] == tokens[1]
+    for _ in range(4):
+        tokens.append(queue.claim().token)     # the worker dies: the lease runs out
+        clock.now += 2
+    assert tokens == sorted(set(tokens)), tokens
+
+
+class NoDice(random.Random):
+    """Dice that refuse to roll: nothing that uses them may be luck-free."""
+
+    def random(self):
+        raise AssertionError("rolled the dice")
+
+    def getrandbits(self, bits):
+        raise AssertionError("rolled the dice")
+
+
+def test_tokens_do_not_come_from_the_dice(make_queue):
+    queue = make_queue(rng=NoDice())
+    queue.enqueue("email", {})
+    assert queue.claim() is not None
+
+
+def test_queues_with_the_same_seed_still_fence_each_other(make_queue, clock):
+    """Two workers whose dice were seeded alike (a replay, a test): the one
+    whose lease ran out can neither finish the job nor write through it."""
+    mine = make_queue(seed=1, lease=30)
+    theirs = make_queue(seed=1, lease=30)
+    make_points(mine)
+    job_id = mine.enqueue("points", {"customer": "ann"})
+    late = mine.claim()
+    clock.now += 31
+    current = theirs.claim()
+    assert current.id == job_id
+    with pytest.raises(tinyq.LeaseLost):
+        with late.complete() as db:
+            db.execute("INSERT INTO points VALUES ('ann', 10)")
+    with pytest.raises(tinyq.LeaseLost):
+        mine.finish(late, "done")
+    assert points(mine) == 0
+    assert row(mine, job_id)[:2] == ("running", 2)
+    theirs.finish(current, "done")
+    assert row(mine, job_id)[0] == "done"
+
+
+# ---- jobs whose workers die, and heartbeats
+
+def test_a_job_whose_worker_dies_every_time_goes_dead(make_queue, clock):
+    """A poison job: every worker that claims it dies. Its lease runs out
+    after each attempt, and once it has had max_attempts a claim buries it
+    instead of handing it out again."""
+    queue = make_queue(lease=1, max_attempts=3)
+    job_id = queue.enqueue("poison", {})
+    claims = 0
+    for _ in range(8):
+        job = queue.claim()
+        if job is None:
+            break
+        claims += 1                          # ...and the worker dies holding it
+        clock.now += 1.5
+    assert claims == 3
+    status, attempts, _, _, last_error = row(queue, job_id)
+    assert (status, attempts) == ("dead", 3)
+    assert "lease" in last_error and "worker" in last_error, last_error
+
+
+def test_no_job_is_claimed_more_than_max_attempts_times(make_queue, clock):
+    """Failures and lost workers count alike: one attempt fails, the next
+    two lose their workers, and the job is dead after its third claim."""
+    queue = make_queue(lease=1, max_attempts=3, backoff_cap=0.1)
+    job_id = queue.enqueue("email", {})
+    queue.handler("email")(lambda job: 1 / 0)
+    assert queue.work_one()                  # attempt 1 fails
+    clock.now += 1
+    assert queue.claim().attempts == 2       # attempt 2: its worker dies
+    clock.now += 2
+    assert queue.claim().attempts == 3       # attempt 3: its worker dies
+    clock.now += 2
+    assert queue.claim() is None
+    assert row(queue, job_id)[:2] == ("dead", 3)
+
+
+def test_a_poison_job_does_not_keep_other_due_jobs_waiting(make_queue, clock):
+    """A worker that dies on a poison job and is restarted takes the next due
+    job while the poison job's lease holds; and even if it came back only
+    after each lease ran out, the poison job is buried after max_attempts."""
+    queue = make_queue(lease=1, max_attempts=3)
+    poison = queue.enqueue("poison", {})
+    other = queue.enqueue("email", {})
+    assert queue.claim().id == poison        # its worker dies...
+    clock.now += 0.1                         # ...and is restarted at once
+    job = queue.claim()
+    assert job.id == other
+    queue.finish(job, "done")
+    another = queue.enqueue("email", {})
+    claimed = []
+    for _ in range(8):                       # restarted only after each lease ran out
+        clock.now += 1.5
+        claimed.append(queue.claim().id)
+        if claimed[-1] == another:
+            break
+    assert claimed == [poison, poison, another]
+    assert row(queue, poison)[:2] == ("dead", 3)
+
+
+def test_a_heartbeat_keeps_the_lease(make_queue, clock):
+    mine = make_queue(lease=30)
+    theirs = make_queue(lease=30)
+    job_id = mine.enqueue("export", {})
+    job = mine.claim()
+    for _ in range(4):                       # two minutes of work, in steps
+        clock.now += 25
+        job.heartbeat()
+        assert theirs.claim() is None
+    clock.now += 31                          # it stops beating: the lease runs out
+    taken = theirs.claim()
+    assert taken.id == job_id
+    with pytest.raises(tinyq.LeaseLost):
+        job.heartbeat()
+    assert row(mine, job_id)[3] == taken.token
 
 
 def test_every_change_expects_a_running_job(queue):
@@ -274,8 +389,7 @@ def test_complete_after_losing_the_lease_writes_nothing(make_queue, clock):
         with job.complete() as db:
             db.execute("INSERT INTO points VALUES (?, 10)", (job.args["customer"],))
 
-    with pytest.raises(tinyq.LeaseLost):
-        mine.work_one()
+    assert mine.work_one() is True            # it moves on: no exception, no retry
     assert points(mine) == 0
     status, attempts, _, locked_by, _ = row(mine, job_id)
     assert (status, attempts, locked_by) == ("running", 2, taken[0].token)
@@ -295,8 +409,7 @@ def test_a_late_finish_leaves_the_new_owner_alone(make_queue, clock, outcome):
         if outcome == "raises":
             raise ConnectionError("too late anyway")
 
-    with pytest.raises(tinyq.LeaseLost):
-        mine.work_one()
+    assert mine.work_one() is True            # it moves on: no exception, no retry
     status, attempts, _, locked_by, last_error = row(mine, job_id)
     assert (status, attempts, locked_by) == ("running", 2, taken[0].token)
     assert last_error is None                # no error written over their claim
@@ -359,12 +472,15 @@ def test_the_schema_refuses_an_unknown_status(queue):
         queue.db.execute("UPDATE jobs SET status = 'lost' WHERE id = ?", (job_id,))
 
 
-def test_the_claim_uses_an_index(queue):
-    plan = queue.db.execute("EXPLAIN QUERY PLAN " + tinyq.CLAIM,
-                            {"token": "t", "now": 0.0, "lease": 1.0}).fetchall()
+@pytest.mark.parametrize("statement, indexes", [
+    ("BURY", ["jobs_leased (locked_until<?)"]),
+    ("CLAIM", ["jobs_leased (locked_until<?)", "jobs_waiting (run_at<?)"])])
+def test_the_claim_uses_an_index(queue, statement, indexes):
+    plan = queue.db.execute("EXPLAIN QUERY PLAN " + getattr(tinyq, statement),
+                            {"now": 0.0, "lease": 1.0, "max_attempts": 5}).fetchall()
     steps = [step[-1] for step in plan]
-    assert "SEARCH jobs USING INDEX jobs_leased (locked_until<?)" in steps, steps
-    assert "SEARCH jobs USING INDEX jobs_waiting (run_at<?)" in steps, steps
+    for index in indexes:
+        assert f"SEARCH jobs USING INDEX {index}" in steps, steps
     # No step reads every row, nor sorts the due jobs to find the first one.
     assert not any(step.startswith("SCAN") or "TEMP B-TREE" in step for step in steps), steps
 
@@ -372,3 +488,51 @@ def test_the_claim_uses_an_index(queue):
 def test_the_database_is_in_wal_mode_and_commits_without_waiting_for_the_disk(queue):
     assert queue.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert queue.db.execute("PRAGMA synchronous").fetchone() == (1,)     # NORMAL
+
+
+# ---- world.py: a key binds its inputs
+
+class NoLuck(random.Random):
+    """A network that loses nothing: every roll is above every loss chance."""
+
+    def random(self):
+        return 0.99
+
+
+@pytest.fixture
+def world(source_folder, tmp_path):
+    path = source_folder / "capstone" / "world.py"
+    problem = console.import_fails(path)
+    if problem:
+        pytest.fail(problem)
+    path = Path(shutil.copy(path, tmp_path / "learner"))
+    spec = importlib.util.spec_from_file_location("world", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    world = module.World(tmp_path / "world.db", rng=NoLuck())
+    yield module, world
+    world.close()
+
+
+def test_a_key_sent_again_with_the_same_inputs_is_a_repeat(world):
+    module, world = world
+    first = world.send_email("ann@example.com", "Welcome!", key="welcome-1")
+    assert world.send_email("ann@example.com", "Welcome!", key="welcome-1") == first
+    assert world.db.execute("SELECT count(*), sum(repeats) FROM emails").fetchone() == (1, 1)
+
+
+@pytest.mark.parametrize("service", ["mail provider", "bank"])
+def test_a_key_reused_with_other_inputs_is_refused(world, service):
+    """As Stripe does: a key names one request; another request under it is
+    an error, not the first request's old answer."""
+    module, world = world
+    if service == "bank":
+        send, table = world.charge, "charges"
+        first, other = (7, 500), (7, 900)
+    else:
+        send, table = world.send_email, "emails"
+        first, other = ("ann@example.com", "Welcome!"), ("bob@example.com", "Welcome!")
+    send(*first, key="k-1")
+    with pytest.raises(module.KeyReused, match="k-1"):
+        send(*other, key="k-1")
+    assert world.db.execute(f"SELECT count(*), sum(repeats) FROM {table}").fetchone() == (1, 0)

@@ -43,18 +43,39 @@ def folder(source_folder):
         yield Path(scratch) / "work"
 
 
-def run_chaos(folder, options, env=""):
+def run_chaos(folder, options, env="", timewarp=TIMEWARP, claims_capped=True):
+    """(exit status, output) of one chaos.py run in a copy of folder. Unless
+    told otherwise, it also proves that no job was claimed more than
+    MAX_ATTEMPTS times."""
     with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
         copy = Path(scratch) / "work"
         console.copy_sources(folder, copy)
-        return console.run(f"{env} python3 chaos.py {options}", copy / "capstone",
-                           timewarp=TIMEWARP, clock=console.new_clock(Path(scratch) / "clock"))
+        status, output = console.run(f"{env} python3 chaos.py {options}", copy / "capstone",
+                                     timewarp=timewarp,
+                                     clock=console.new_clock(Path(scratch) / "clock"))
+        if claims_capped:
+            claims_within_the_limit(copy / "capstone", output)
+        return status, output
 
 
-def chaos_by_seed(folder, options="", env="", seeds=SEEDS):
+def claims_within_the_limit(capstone_folder, output):
+    limit = int(re.search(r"^MAX_ATTEMPTS = (\d+)", (capstone_folder / "shop.py").read_text(),
+                          re.M)[1])
+    if not (capstone_folder / "shop.db").exists():
+        return
+    db = sqlite3.connect(capstone_folder / "shop.db")
+    try:
+        (most,) = db.execute("SELECT max(attempts) FROM jobs").fetchone()
+    finally:
+        db.close()
+    assert (most or 0) <= limit, f"a job was claimed {most} times; MAX_ATTEMPTS is {limit}\n{output}"
+
+
+def chaos_by_seed(folder, options="", env="", seeds=SEEDS, timewarp=TIMEWARP):
     """{seed: (exit status, output)} of `chaos.py --seed N OPTIONS` for each seed."""
     with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
-        runs = pool.map(lambda seed: run_chaos(folder, f"--seed {seed} {options}", env), seeds)
+        runs = pool.map(lambda seed: run_chaos(folder, f"--seed {seed} {options}", env,
+                                               timewarp), seeds)
         return dict(zip(seeds, runs))
 
 
@@ -82,7 +103,7 @@ def passed_for_every_seed(runs):
 
 def absorbed(output):
     """(emails, charges): the duplicates the keys absorbed in a run."""
-    emails, charges = re.search(r"absorbed by keys: (\d+) emails, (\d+) charges", output).groups()
+    emails, charges = re.search(r"absorbed by keys: (\d+) emails?, (\d+) charges?", output).groups()
     return int(emails), int(charges)
 
 
@@ -119,6 +140,30 @@ def test_without_keys_every_absorbed_duplicate_becomes_real(keyed_and_keyless):
             else:
                 extra_charges += round(float(paid[1]) / 5) - 1
         assert (extra_emails, extra_charges) == absorbed(keyed[seed][1]), (seed, output)
+
+
+def parked(output):
+    """{customer: what the audit says of them} for the customers a dead job
+    left waiting for a person."""
+    return dict(re.findall(r"^  (customer\d+@example.com): (.*)$",
+                           output.partition("parked for a person")[2], re.M))
+
+
+def dead_jobs(output):
+    return int(re.search(r"^jobs: \d+ done, (\d+) dead", output, re.M)[1])
+
+
+@capstone
+def test_a_run_at_high_chaos_ends_by_itself_and_parks_its_dead_jobs(folder):
+    """At a crash chance of 0.8 many jobs kill worker after worker. Each is
+    buried after MAX_ATTEMPTS claims instead of being claimed for ever, so the
+    run ends, and the audit names each customer a dead job left waiting for a
+    person, apart from any wrong effect (there is none)."""
+    status, output = run_chaos(folder, "--seed 3 --chaos 0.8")
+    assert status == 0 and "AUDIT PASSED" in output, output
+    assert "AUDIT FAILED" not in output and dead_jobs(output) > 0, output
+    assert len(parked(output)) >= 1 and all("dead" in why for why in parked(output).values()), \
+        output
 
 
 @capstone
@@ -167,7 +212,7 @@ def test_points_outside_complete_fail_the_points_audit(folder):
 
 def loosen_the_guard(folder):
     console.apply_edit(folder, "capstone/tinyq.py",
-                       "WHERE id = :id AND locked_by = :token AND status = 'running'",
+                       "WHERE id = :id AND token = :token AND status = 'running'",
                        "WHERE id = :id")
 
 
@@ -192,12 +237,80 @@ def test_a_stalled_worker_without_the_guard_gets_points_wrong(folder):
 
 
 @capstone
-def test_a_stalled_worker_with_the_guard_keeps_points_right(folder):
-    """The same stalls with the guard in place: the late worker's complete()
-    raises LeaseLost and rolls back, and the audit passes."""
+def test_a_stalled_worker_with_the_guard_never_doubles_points(folder):
+    """The same stalls with the guard in place: every late complete() raises
+    LeaseLost and rolls back, so no customer gets points twice. But every
+    worker outlives every lease, so the points jobs are taken from worker to
+    worker until their attempts run out, and end dead: parked, not looping."""
     stall_inside_a_tiny_lease(folder)
-    for seed, (status, output) in chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4)).items():
+    # At the reader's own speed: how often a stalled worker happens to finish
+    # before anyone takes its job depends on real time, not virtual.
+    runs = chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4), timewarp=1)
+    for seed, (status, output) in runs.items():
         assert status == 0 and "AUDIT PASSED" in output, (seed, output)
+        assert dead_jobs(output) > 0, (seed, output)
+        assert all("points" in why for why in parked(output).values()), (seed, output)
+
+
+@capstone
+def test_a_stall_inside_a_lease_longer_than_the_work_parks_nothing(folder):
+    """Study Drill 4, last step: the same stall under the shop's own lease of
+    0.5 s. The lease outlasts the work, and every job ends done."""
+    stall_inside_a_tiny_lease(folder)
+    console.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.001", "LEASE_SECONDS = 0.5")
+    for seed, (status, output) in chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4)).items():
+        assert status == 0 and "AUDIT PASSED: 20 customers" in output, (seed, output)
+        assert dead_jobs(output) == 0, (seed, output)
+
+
+def slow_points(folder, heartbeat):
+    """Study Drill 6: points that take four steps of 0.2 s, under a lease of
+    0.5 s, with or without a heartbeat after each step."""
+    beat = "\n            job.heartbeat()" if heartbeat else ""
+    console.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
+    console.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
+                       'maybe_crash("before the points")\n        for step in range(4):\n'
+                       f'            time.sleep(0.2){beat}\n')
+
+
+@capstone
+def test_work_longer_than_its_lease_passes_from_worker_to_worker_until_it_is_dead(folder):
+    """Study Drill 6: every worker loses the slow points job halfway, to the
+    next, until its 25 attempts are used up: it ends dead, and nothing twice."""
+    slow_points(folder, heartbeat=False)
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 1")
+    assert status == 0 and "AUDIT PASSED" in output, output
+    assert parked(output) == {
+        "customer1@example.com": "loyalty_points dead after 25 attempts; holds 0 points"}, output
+
+
+@capstone
+def test_a_heartbeat_keeps_work_longer_than_its_lease(folder):
+    """Study Drill 6: with job.heartbeat() after each step the lease keeps
+    moving ahead, and the points job is done at its first attempt."""
+    slow_points(folder, heartbeat=True)
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 1")
+    assert status == 0 and "AUDIT PASSED: 1 customer, each" in output, output
+    assert dead_jobs(output) == 0, output
+
+
+@capstone
+def test_without_burying_a_run_of_poison_jobs_never_ends(folder):
+    """Pause and Check 9.5: at --chaos 1 every job is poison. With BURY the
+    run ends; take BURY out of claim(), and the expired jobs are claimed
+    again and again until the time limit stops the run as stuck."""
+    # Three attempts, so that the run with BURY ends well inside the limit.
+    console.apply_edit(folder, "capstone/shop.py", "MAX_ATTEMPTS = 25", "MAX_ATTEMPTS = 3")
+    console.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
+                       "TIME_LIMIT_SECONDS = 5")
+    options = "--seed 1 --chaos 1 --customers 2"
+    status, output = run_chaos(folder, options)
+    assert status == 0 and dead_jobs(output) == 6, output
+    console.apply_edit(folder, "capstone/tinyq.py",
+                       '            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})\n',
+                       "")
+    status, output = run_chaos(folder, options, claims_capped=False)
+    assert status == 2 and "stuck: jobs still unfinished after 5 s" in output, output
 
 
 @capstone

@@ -113,7 +113,7 @@ CLASSIC_MISTAKES = {
     "ex08_idempotency.py": [(                        # a key made fresh on every attempt
         'key = f"charge-for-order-{order_id}"', 'key = f"charge-{uuid.uuid4()}"')],
     "capstone/tinyq.py": [(                          # complete() without the token check
-        "WHERE id = :id AND locked_by = :token AND status = 'running'",
+        "WHERE id = :id AND token = :token AND status = 'running'",
         "WHERE id = :id AND status = 'running'")],
     "capstone/shop.py": [(                           # points awarded outside the transaction
         '''        with job.complete() as db:

@@ -1,7 +1,8 @@
 # tinyq: the whole course in one small library. A job queue in a SQLite
-# file, with leases (a claim runs out), retries (backoff with full jitter,
-# then dead), producer idempotency keys (unique_key), and Job.complete(),
-# which commits a handler's own writes together with the job's `done`.
+# file, with leases (a claim runs out; a heartbeat extends it), fencing
+# tokens, retries (backoff with full jitter, then dead), producer
+# idempotency keys (unique_key), and Job.complete(), which commits a
+# handler's own writes together with the job's `done`.
 #
 # Use it:   import tinyq
 #           queue = tinyq.Queue("shop.db")
@@ -27,8 +28,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     kind          TEXT NOT NULL,
     args          TEXT NOT NULL,                 -- JSON
     attempts      INTEGER NOT NULL DEFAULT 0,    -- how many times it was claimed
+    token         INTEGER NOT NULL DEFAULT 0,    -- the latest claim's fencing token
     run_at        REAL NOT NULL,                 -- not to be tried before this
-    locked_by     TEXT,                          -- the token of the latest claim
     locked_until  REAL,                          -- when that claim's lease runs out
     last_error    TEXT,
     unique_key    TEXT UNIQUE                    -- the producer's idempotency key
@@ -42,23 +43,37 @@ CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at) WHERE status = 'queued'
 CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until) WHERE status = 'running';
 """
 
+# A job whose lease ran out after its last attempt is buried, not claimed
+# again: a job that kills every worker that takes it (a poison message)
+# would otherwise be handed out for ever, one dead worker after another.
+BURY = """
+UPDATE jobs SET status = 'dead',
+                last_error = 'worker lost: the lease of attempt ' || attempts || ' ran out'
+WHERE status = 'running' AND locked_until < :now AND attempts >= :max_attempts
+"""
+
 # Expired leases come first: those jobs were claimed before anything still
 # queued became due. Two subqueries, not one with OR, because each can stop
 # at its index's first entry; an OR would sort every due job to find one.
+# The token grows by one at every claim of the job, so each claim holds a
+# larger token than every claim before it. It is not `attempts`: a person
+# who replays a dead job may set its attempts back to 0, but a token must
+# never be handed out twice.
 CLAIM = """
-UPDATE jobs SET status = 'running', attempts = attempts + 1,
-                locked_by = :token, locked_until = :now + :lease
+UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,
+                locked_until = :now + :lease
 WHERE id = coalesce(
     (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
      ORDER BY locked_until LIMIT 1),
     (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
      ORDER BY run_at, id LIMIT 1))
-RETURNING id, kind, args, attempts, locked_by
+RETURNING id, kind, args, attempts, token
 """
 
 
 class LeaseLost(Exception):
-    """Another worker claimed the job after our lease ran out: it is theirs now."""
+    """Our lease ran out and the job was claimed again, or buried: it is not
+    ours any more."""
 
 
 class Job:
@@ -79,6 +94,16 @@ class Job:
             yield db
             self.queue.finish(self, "done")   # LeaseLost here rolls back the block
         self.completed = True
+
+    def heartbeat(self):
+        """Extend the lease to a full lease from now, if the job is still
+        ours. For work that may outlast a lease: beat between its steps."""
+        changed = self.queue.db.execute("""
+            UPDATE jobs SET locked_until = ?
+            WHERE id = ? AND token = ? AND status = 'running'
+        """, (self.queue.clock() + self.queue.lease, self.id, self.token)).rowcount
+        if changed == 0:
+            raise LeaseLost(f"job {self.id}: the lease ran out and the job is not ours now")
 
 
 class Queue:
@@ -149,13 +174,13 @@ class Queue:
         return register
 
     def claim(self):
-        """Take one job, due and queued or running on an expired lease, in one
-        statement: two workers can never both take it. None if none is due."""
-        # A new token for every claim, even of the same job: it tells this
-        # claim apart from the one before and the one after.
-        token = f"{self.rng.getrandbits(64):016x}"
-        params = {"token": token, "now": self.clock(), "lease": self.lease}
-        rows = self.db.execute(CLAIM, params).fetchall()
+        """Take one job, due and queued or running on an expired lease: two
+        workers can never both take it. First bury the expired jobs that
+        have had all their attempts. None if no job is due."""
+        now = self.clock()
+        with self.transaction() as db:
+            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})
+            rows = db.execute(CLAIM, {"now": now, "lease": self.lease}).fetchall()
         if not rows:
             return None
         job_id, kind, args, attempts, token = rows[0]
@@ -174,11 +199,11 @@ class Queue:
         changed = self.db.execute("""
             UPDATE jobs SET status = :status, last_error = coalesce(:error, last_error),
                             run_at = coalesce(:run_at, run_at)
-            WHERE id = :id AND locked_by = :token AND status = 'running'
+            WHERE id = :id AND token = :token AND status = 'running'
         """, {"status": status, "error": error, "run_at": run_at,
               "id": job.id, "token": job.token}).rowcount
         if changed == 0:
-            raise LeaseLost(f"job {job.id}: another worker holds it now")
+            raise LeaseLost(f"job {job.id}: the lease ran out and the job is not ours now")
 
     def fail(self, job, error):
         """Queue the job again after a backoff, or bury it after max_attempts."""
@@ -193,13 +218,22 @@ class Queue:
         job = self.claim()
         if job is None:
             return False
+        # A worker that lost its lease moves on: the job is not ours now, so
+        # neither is writing down how it ended.
+        with contextlib.suppress(LeaseLost):
+            self.run(job)
+        return True
+
+    def run(self, job):
+        """Run the job's handler, then record how it went: done, or failed."""
         try:
             self.handlers[job.kind](job)     # an unknown kind fails like any error
+        except LeaseLost:
+            raise                            # not the job failing: see work_one()
         except Exception as error:           # not Ctrl-C: then the lease runs out
             if job.completed:
                 raise                        # done and committed; the bug came after
             self.fail(job, error)
-            return True
+            return
         if not job.completed:
             self.finish(job, "done")
-        return True

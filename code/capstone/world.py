@@ -16,8 +16,10 @@ LOST_REPLY = 0.15                # it happens, but the answer never comes back
 NO_KEYS = os.environ.get("TINYQ_NO_KEYS") == "1"
 
 # Each table is a service's record of what it did. A second request with a
-# key it has seen does nothing new: it counts a repeat and answers with the
-# first one's id.
+# key it has seen and the same inputs does nothing new: it counts a repeat
+# and answers with the first one's id. The same key with other inputs is
+# refused (KeyReused), as Stripe refuses it: answering with the first
+# request's id would report something done that was never asked for.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS emails (
     id       INTEGER PRIMARY KEY,
@@ -36,6 +38,10 @@ CREATE TABLE IF NOT EXISTS charges (
 """
 
 
+class KeyReused(Exception):
+    """The key came before with other inputs: the service did nothing."""
+
+
 class World:
     def __init__(self, path, rng=None):
         self.rng = random.Random() if rng is None else rng
@@ -49,22 +55,31 @@ class World:
     def send_email(self, address, text, key):
         """The mail provider. Returns the message's id."""
         with self.network("mail provider"):
-            (message_id,) = self.db.execute("""
+            return self.once("mail provider", key, """
                 INSERT INTO emails (key, address, text) VALUES (?, ?, ?)
                 ON CONFLICT (key) DO UPDATE SET repeats = repeats + 1
+                WHERE address = excluded.address AND text = excluded.text
                 RETURNING id
-            """, (self.keep(key), address, text)).fetchone()
-        return message_id
+            """, (self.keep(key), address, text))
 
     def charge(self, customer, cents, key):
         """The bank. Returns the charge's id."""
         with self.network("bank"):
-            (charge_id,) = self.db.execute("""
+            return self.once("bank", key, """
                 INSERT INTO charges (key, customer, cents) VALUES (?, ?, ?)
                 ON CONFLICT (key) DO UPDATE SET repeats = repeats + 1
+                WHERE customer = excluded.customer AND cents = excluded.cents
                 RETURNING id
-            """, (self.keep(key), customer, cents)).fetchone()
-        return charge_id
+            """, (self.keep(key), customer, cents))
+
+    def once(self, service, key, statement, values):
+        """Run a service's one statement: a new key inserts, a known key with
+        the same inputs counts a repeat; either way it returns the id. A known
+        key with other inputs updates nothing and returns no row."""
+        row = self.db.execute(statement, values).fetchone()
+        if row is None:
+            raise KeyReused(f"{service}: key {key} was first used with other inputs")
+        return row[0]
 
     def keep(self, key):
         """The key as it reaches the service, or, with TINYQ_NO_KEYS=1, a new

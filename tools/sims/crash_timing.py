@@ -48,7 +48,6 @@ Or drive it from Python:
     sim = CrashTiming("none", "after-effect"); sim.run(); sim.state()
 """
 import argparse
-import random
 import shutil
 import sqlite3
 import sys
@@ -171,7 +170,7 @@ class Worker:
     def __init__(self, story, number):
         self.story = story
         self.name = f"worker {number}"
-        self.queue = story.connect_queue(lease=LEASE_SECONDS, rng=story.rng)
+        self.queue = story.connect_queue(lease=LEASE_SECONDS)
         handler = getattr(self, "handle_" + story.protection.replace("-", "_"))
         self.queue.handler(KIND)(handler)
 
@@ -293,7 +292,6 @@ class Story:
         self.keys_by_hand = keyed_by_hand(protection, crash)
         self.passed = {}                       # moment -> its label, in the order passed
         self.now = 0.0
-        self.rng = random.Random(0)            # claim tokens
         self.timeline = []
         self.claimed_at = None
         self.crashed_at = None                 # the label of the moment it died at

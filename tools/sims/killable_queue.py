@@ -6,20 +6,20 @@ sent an email and before it has acknowledged it), restarts it and sets the
 lease; leases count down, run out, and another worker takes the job over;
 the outbox lists every email, duplicates marked.
 
-Time is virtual: nothing sleeps and nothing reads the wall clock, so a run
-is the same every time for the same seed and the same actions, and it runs
-in the browser (Pyodide has no threads and its time.sleep does not wait).
+Time is virtual: nothing sleeps and nothing reads the wall clock, and
+nothing is left to chance (tinyq's fencing tokens count claims; no dice),
+so the same actions always give the same run, and it runs in the browser
+(Pyodide has no threads and its time.sleep does not wait).
 
 Run the scripted story in a terminal:
-    python3 tools/sims/killable_queue.py [--seed N]
+    python3 tools/sims/killable_queue.py
 Or drive it from Python:
-    sim = KillableQueue(seed=1)
+    sim = KillableQueue()
     sim.enqueue(3); sim.tick(2.2); sim.kill(0); sim.tick(4); sim.state()
 """
 import argparse
 import collections
 import json
-import random
 import shutil
 import sys
 import tempfile
@@ -86,13 +86,10 @@ class Worker:
 
 
 class KillableQueue:
-    def __init__(self, seed=1, workers=3, lease=5.0):
-        check_number("seed", seed, 0, 2**63, whole=True)
+    def __init__(self, workers=3, lease=5.0):
         check_number("workers", workers, 1, 6, whole=True)
-        self.seed = seed
         self.lease = self._checked_lease(lease)
         self.ms = 0
-        self.rng = random.Random(seed)   # claim tokens, shared by every connection
         self.folder = tempfile.mkdtemp(prefix="killable-queue-")
         self.path = str(Path(self.folder) / "jobs.db")
         self.producer = self._connect()
@@ -101,9 +98,9 @@ class KillableQueue:
         self.events = collections.deque(maxlen=EVENTS_KEPT)
         self.events_logged = 0
         self.enqueued = 0
-        self.holder = {}                 # claim token -> the worker that made the claim
+        self.holder = {}                 # (job id, token) -> the worker that made the claim
         self.last_holder = {}            # job id -> the worker that claimed it last
-        self.announced = set()           # tokens whose lease we said ran out
+        self.announced = set()           # (job id, token) of claims whose lease we said ran out
         self.earned = set()              # task ids
 
     # ---- the clock and the connections
@@ -113,7 +110,7 @@ class KillableQueue:
         return self.ms / 1000
 
     def _connect(self):
-        return tinyq.Queue(self.path, lease=self.lease, clock=self.now, rng=self.rng)
+        return tinyq.Queue(self.path, lease=self.lease, clock=self.now)
 
     def close(self):
         """Close every connection and remove the database folder."""
@@ -209,15 +206,15 @@ class KillableQueue:
 
     def _next_due(self):
         dues = [w.due for w in self.workers if w.alive]
-        dues += [until for until, _, _ in self._leases_to_announce()]
+        dues += [until for until, _ in self._leases_to_announce()]
         return min(dues, default=None)
 
     def _run_moment(self):
         """Everything due now, in a fixed order: leases that ran out, then
         the workers, first to last."""
-        for until, job_id, token in sorted(self._leases_to_announce()):
+        for until, claim in sorted(self._leases_to_announce()):
             if until <= self.ms:
-                self._announce_expiry(job_id, token)
+                self._announce_expiry(claim)
         for worker in self.workers:
             if worker.alive and worker.due <= self.ms:
                 self._move_on(worker)
@@ -232,21 +229,23 @@ class KillableQueue:
             self._ack(worker)
 
     def _leases_to_announce(self):
+        """[(when the lease runs out, (job id, token))] for each running claim
+        whose expiry is still to be told."""
         rows = self.producer.db.execute(
-            "SELECT locked_until, id, locked_by FROM jobs WHERE status = 'running'")
-        return [(to_ms(until), job_id, token) for until, job_id, token in rows
-                if token not in self.announced]
+            "SELECT locked_until, id, token FROM jobs WHERE status = 'running'")
+        return [(to_ms(until), (job_id, token)) for until, job_id, token in rows
+                if (job_id, token) not in self.announced]
 
-    def _announce_expiry(self, job_id, token):
-        self.announced.add(token)
-        still = " and is still working on it" if self._owner(token) else ""
-        self._log("expired", f"job {job_id}'s lease expired; {self.holder[token]} held it{still}")
+    def _announce_expiry(self, claim):
+        self.announced.add(claim)
+        still = " and is still working on it" if self._owner(claim) else ""
+        self._log("expired", f"job {claim[0]}'s lease expired; {self.holder[claim]} held it{still}")
 
-    def _owner(self, token):
-        """The worker whose current claim has this token, if any (a dead
-        worker holds nothing)."""
+    def _owner(self, claim):
+        """The worker that holds this claim now, if any (a dead worker holds
+        nothing)."""
         for worker in self.workers:
-            if worker.job is not None and worker.job.token == token:
+            if worker.job is not None and (worker.job.id, worker.job.token) == claim:
                 return worker
         return None
 
@@ -265,7 +264,7 @@ class KillableQueue:
             worker.due = self.ms + to_ms(POLL_SECONDS)
             return
         previous = self.last_holder.get(job.id)
-        self.holder[job.token] = worker.name
+        self.holder[job.id, job.token] = worker.name
         self.last_holder[job.id] = worker.name
         worker.job, worker.phase, worker.due = job, "sending", self.ms + to_ms(SEND_SECONDS)
         if job.attempts == 1:
@@ -315,7 +314,6 @@ class KillableQueue:
         return {
             "time": self.now(),
             "lease": self.lease,
-            "seed": self.seed,
             "timing": {"send": SEND_SECONDS, "ack": ACK_SECONDS, "poll": POLL_SECONDS},
             "workers": [self._worker_state(w) for w in self.workers],
             "jobs": self._jobs_state(),
@@ -338,24 +336,24 @@ class KillableQueue:
 
     def _jobs_state(self):
         rows = self.producer.db.execute(
-            "SELECT id, args, status, attempts, locked_by, locked_until FROM jobs ORDER BY id")
+            "SELECT id, args, status, attempts, token, locked_until FROM jobs ORDER BY id")
         return [{
             "id": job_id,
             "address": json.loads(args)["address"],
             "status": status,
             "attempts": attempts,
-            "locked_by": token[:6] if token else None,
-            "holder": self.holder.get(token),
+            "token": token or None,
+            "holder": self.holder.get((job_id, token)),
             "lease_left": round(until - self.now(), 3) if status == "running" else None,
         } for job_id, args, status, attempts, token, until in rows]
 
 
 # ---- the text program: one scripted story
 
-def story(seed):
+def story():
     """Three jobs; worker 1 is killed after sending its email and before
     acknowledging it; its lease runs out and another worker sends it again."""
-    sim = KillableQueue(seed=seed)
+    sim = KillableQueue()
     shown = 0
 
     def show_new_events():
@@ -371,7 +369,7 @@ def story(seed):
             show_new_events()
 
     try:
-        print(f"seed {seed}; lease {sim.lease:g} s; {len(sim.workers)} workers; "
+        print(f"lease {sim.lease:g} s; {len(sim.workers)} workers; "
               f"sending takes {SEND_SECONDS:g} s, acknowledging {ACK_SECONDS:g} s later")
         sim.enqueue(3)
         show_new_events()
@@ -394,16 +392,15 @@ def print_outbox(state):
         print(f"  {email['n']}. {email['time']:5.1f} s  job {email['job']} to "
               f"{email['address']}, sent by {email['worker']}{mark}")
     print("\njobs table:")
-    print("  id  status   attempts  locked_by")
+    print("  id  status   attempts  token")
     for job in state["jobs"]:
-        token = job["locked_by"] or "-"
-        print(f"  {job['id']:2}  {job['status']:7}  {job['attempts']:8}  {token}")
+        print(f"  {job['id']:2}  {job['status']:7}  {job['attempts']:8}  {job['token'] or '-'}")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="The killable queue, as a scripted story.")
-    parser.add_argument("--seed", type=int, default=1, help="seeds the claim tokens")
-    story(parser.parse_args(argv).seed)
+    parser.parse_args(argv)
+    story()
 
 
 if __name__ == "__main__":

@@ -342,7 +342,7 @@ class Payment:
         mode = self.settings["keys"]
         if mode == "stable":
             return f"charge-for-order-{job.args['order']}"
-        return f"charge-{job.token[:8]}" if mode == "fresh" else None
+        return f"charge-{job.id}-{job.token}" if mode == "fresh" else None
 
     def _attempt(self, job):
         started, key, order = self.now, self._key(job), job.args["order"]

@@ -62,7 +62,7 @@ export function killableQueue(body, { act, announce }) {
   }
 
   function draw(state) {
-    clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s · seed ${state.seed}`;
+    clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s · no dice`;
     workers.replaceChildren(...state.workers.map((worker) => el("tr", {},
       el("th", { scope: "row" }, worker.name),
       el("td", {}, worker.alive ? worker.phase : "dead ✗"),
