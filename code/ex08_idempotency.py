@@ -26,6 +26,7 @@ BACKOFF_CAP = 8.0                # no wait is ever longer than this
 BANK_SECONDS = 0.2               # each call to the bank takes this long
 LOST_REQUEST = 0.3               # chance a request never reaches the bank
 LOST_REPLY = 0.3                 # chance the bank charges, then the reply is lost
+SEED = None                      # the run's luck: --seed N, or a new one each run
 BAD_KEY = False                  # --bad-key: a new key on every attempt
 
 SCHEMA = """
@@ -49,7 +50,11 @@ CREATE TABLE IF NOT EXISTS bank_requests (
 );
 """
 
-dice = random.Random()           # every chance in the program: --seed repeats them
+# Two sets of dice, both set by the seed. The network's decide which requests
+# and replies are lost; the worker's decide how long each retry waits. Kept
+# apart, a change to the waits cannot change what the network does.
+network = random.Random()
+jitter = random.Random()
 
 
 def connect():
@@ -67,7 +72,7 @@ def dollars(cents):
 
 def bank_charge(db, account, amount_cents, idempotency_key):
     time.sleep(BANK_SECONDS)
-    roll = dice.random()
+    roll = network.random()
     if roll < LOST_REQUEST:
         raise ConnectionError("could not reach the bank")
     # Looking up the key, charging and noting the key are one step: BEGIN
@@ -105,11 +110,10 @@ HANDLERS = {"charge": charge_card}
 
 # ---- retries
 
-def backoff(attempt, rng):
-    """Seconds to wait after failed attempt number `attempt` (1, 2, ...):
-    a random time up to a ceiling that doubles each time, up to the cap."""
-    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
-    return rng.uniform(0, ceiling)
+def backoff(attempt, fraction):
+    """Seconds to wait after failed attempt number `attempt` (1, 2, ...): a
+    fraction (0 to 1) of a ceiling that doubles each time, up to the cap."""
+    return fraction * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))
 
 
 def claim(db):
@@ -133,7 +137,7 @@ def fail(db, job_id, attempts, error):
         db.execute("UPDATE jobs SET last_error = ?, status = 'dead' WHERE id = ?",
                    (message, job_id))
         return None
-    wait = backoff(attempts, dice)
+    wait = backoff(attempts, jitter.random())      # full jitter: anywhere up to the ceiling
     db.execute("UPDATE jobs SET status = 'queued', run_at = ?, last_error = ? WHERE id = ?",
                (time.time() + wait, message, job_id))
     return wait
@@ -150,6 +154,10 @@ def work(db):
             time.sleep(max(0.0, due - time.time()))
             continue
         job_id, kind, args, attempts = job
+        # Make-believe, not part of a real worker: the network's luck on this
+        # attempt of this job depends on the seed alone, so another retry
+        # policy, which changes the waits and the order, meets the same luck.
+        network.seed(f"{SEED} {job_id} {attempts}")
         args = json.loads(args)
         what = f"job {job_id}, attempt {attempts}: {kind} {dollars(args['amount_cents'])}"
         try:
@@ -193,13 +201,14 @@ def report(db):
 def main():
     parser = argparse.ArgumentParser(description="Charging a card through a flaky bank.")
     parser.add_argument("command", choices=["setup", "work", "report"])
-    parser.add_argument("--seed", type=int, help="repeat the same run of chances")
+    parser.add_argument("--seed", type=int, default=random.randrange(10**9),
+                        help="repeat the same run of chances")
     parser.add_argument("--bad-key", action="store_true",
                         help="a fresh key on every attempt: the mistake")
     options = parser.parse_args()
-    global BAD_KEY
-    BAD_KEY = options.bad_key
-    dice.seed(options.seed)
+    global SEED, BAD_KEY
+    SEED, BAD_KEY = options.seed, options.bad_key
+    jitter.seed(SEED)
     db = connect()
     {"setup": setup, "work": work, "report": report}[options.command](db)
 

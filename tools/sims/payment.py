@@ -9,10 +9,13 @@ lost on the way back (TimeoutError); the retry policy (attempts, base, cap,
 full jitter or none); the key each request carries (none, a fresh one per
 attempt, or a stable one made from the order); and how many charges Alice
 has. The bank is Exercise 7's, with Exercise 8's memory of keys: one roll
-per request. As in those exercises, one random.Random(seed) rolls the
-bank's dice and draws the waits, in the same order, so a seed loses the
-same requests and replies, and waits as long, as `ex07_retries.py work
---seed N`, whatever the keys.
+per request. The chances come from two sets of dice, as in those
+exercises: the network's are seeded afresh for each attempt of each job
+from the seed, the job's id and the attempt number, so an attempt meets
+the same luck whatever the retry policy; the waits draw from
+random.Random(seed), one fraction of the ceiling per retry, in turn. So a
+seed loses the same requests and replies, and waits as long, as
+`ex07_retries.py work --seed N` with the same policy, whatever the keys.
 
 lost_request and lost_reply split that one roll, so together they are at
 most 1.
@@ -134,10 +137,10 @@ def times(count):
 # ---- the queue and the bank
 
 class Queue(tinyq.Queue):
-    """tinyq's queue with Exercise 7's waits: full jitter drawn from the
-    bank's dice, so a seed repeats ex07's run, or without jitter each wait
-    its ceiling in full (and the dice roll only for the bank). The last wait
-    is kept for the timeline."""
+    """tinyq's queue with Exercise 7's waits: full jitter, a fraction of the
+    ceiling drawn from the worker's own dice, so a seed repeats ex07's run;
+    or without jitter each wait its ceiling in full (and those dice stay
+    still). The last wait is kept for the timeline."""
 
     def __init__(self, path, dice, jitter, **options):
         super().__init__(path, **options)
@@ -147,7 +150,7 @@ class Queue(tinyq.Queue):
 
     def backoff(self, attempts):
         top = ceiling(attempts, self.backoff_base, self.backoff_cap)
-        self.last_wait = self.dice.uniform(0, top) if self.jitter else top
+        self.last_wait = self.dice.random() * top if self.jitter else top
         return self.last_wait
 
 
@@ -170,13 +173,14 @@ CREATE TABLE bank_requests (              -- every key the bank has answered
 
 
 class Bank:
-    """A service we do not control, in a database of its own. One roll per
-    request: below lost_request it never arrives; below lost_request +
-    lost_reply it charges (unless it knows the key) and the reply is lost;
-    otherwise it charges (unless it knows the key) and says so."""
+    """A service we do not control, in a database of its own. One roll of
+    the network's dice per request: below lost_request it never arrives;
+    below lost_request + lost_reply it charges (unless it knows the key) and
+    the reply is lost; otherwise it charges (unless it knows the key) and
+    says so."""
 
-    def __init__(self, dice, lost_request, lost_reply, start_cents, clock):
-        self.dice = dice
+    def __init__(self, network, lost_request, lost_reply, start_cents, clock):
+        self.network = network
         self.lost_request = lost_request
         self.lost_reply = lost_reply
         self.clock = clock
@@ -186,7 +190,7 @@ class Bank:
         self.db.execute("INSERT INTO accounts VALUES ('alice', ?)", (start_cents,))
 
     def charge(self, order_id, cents, key=None):
-        roll = self.dice.random()
+        roll = self.network.random()
         if roll < self.lost_request:
             self.did = "the request never reached the bank"
             raise ConnectionError("could not reach the bank")
@@ -295,13 +299,14 @@ class Payment:
         self.close()
         s = self.settings
         self.now = 0.0
-        dice = random.Random(s["seed"])            # the bank's rolls and the waits, as ex07
         self.start_cents = max(10_000, 2 * PRICE_CENTS * s["charges"])
-        self.queue = Queue(":memory:", dice, s["jitter"], lease=LEASE_SECONDS,
+        worker_dice = random.Random(s["seed"])     # the waits, as ex07's jitter dice
+        self.network = random.Random()             # seeded for each attempt, as in ex07
+        self.queue = Queue(":memory:", worker_dice, s["jitter"], lease=LEASE_SECONDS,
                            max_attempts=s["attempts"], backoff_base=s["base"],
-                           backoff_cap=s["cap"], clock=self.clock,
-                           rng=random.Random(f"claim tokens {s['seed']}"))
-        self.bank = Bank(dice, s["lost_request"], s["lost_reply"], self.start_cents, self.clock)
+                           backoff_cap=s["cap"], clock=self.clock)
+        self.bank = Bank(self.network, s["lost_request"], s["lost_reply"], self.start_cents,
+                         self.clock)
         for order in range(1, s["charges"] + 1):
             self.queue.enqueue("charge", {"order": order, "account": "alice",
                                           "amount_cents": PRICE_CENTS})
@@ -349,6 +354,8 @@ class Payment:
         what = f"job {job.id}, attempt {job.attempts}: charge {dollars(PRICE_CENTS)}"
         self.now += BANK_SECONDS
         wait = None
+        # ex07's rule: this attempt's luck comes from the seed, the job and the attempt
+        self.network.seed(f"{self.settings['seed']} {job.id} {job.attempts}")
         try:
             self.bank.charge(order, PRICE_CENTS, key)
         except (ConnectionError, TimeoutError) as error:
