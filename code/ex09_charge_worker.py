@@ -1,13 +1,15 @@
 # Exercise 9: Limits: Bounding the Work.
 # A payment worker that stays up and keeps the money right under pressure:
-# each tenant gets a fixed number of running and waiting slots, retries
-# spend from a service-wide budget, queued work can be cancelled, and an
-# operation is charged at most once, across crashes, redeliveries, changed
-# inputs and a provider that forgets its keys after 24 hours.
+# each tenant gets a fixed number of running and waiting slots, every
+# operation has a deadline, retries spend from each worker's budget, clients
+# ask for status and may cancel what has not started, and an operation is
+# charged at most once, across crashes, redeliveries, changed inputs and a
+# provider that forgets its keys after 24 hours.
 #
 # Run it:   python3 ex09_charge_worker.py o7          (the O7 timeline)
 #           python3 ex09_charge_worker.py admission   (tenant North's limits)
-#           python3 ex09_charge_worker.py cancel      (before and after the charge)
+#           python3 ex09_charge_worker.py cancel      (status and cancel, in every state)
+#           python3 ex09_charge_worker.py deadline    (a provider that stalls)
 #           python3 ex09_charge_worker.py budget      (an outage, with and without a budget)
 
 import argparse
@@ -22,6 +24,9 @@ KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long (Stripe: 2
 KEY_TRUSTED_SECONDS = 23 * 3600  # how long we rely on it: a margin for clocks
 MAX_RUNNING = 2                  # per tenant: operations being worked on...
 MAX_WAITING = 5                  # ...and operations waiting for a slot
+DEADLINE_SECONDS = 30            # an operation must be over this long after it starts
+LEASE_SECONDS = 60               # a running slot is held this long, unless given back:
+                                 # longer than the deadline, so a live worker gives up first
 RETRY_RATIO = 0.1                # retries may be at most 10% of requests...
 BUDGET_WINDOW_SECONDS = 60       # ...over the last minute
 
@@ -51,7 +56,8 @@ CREATE TABLE IF NOT EXISTS work (
     tenant  TEXT NOT NULL,
     inputs  TEXT NOT NULL,              -- JSON
     state   TEXT NOT NULL
-            CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled'))
+            CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled')),
+    locked_until  REAL                  -- while running: when its lease runs out
 );
 """
 
@@ -73,9 +79,10 @@ def digest(inputs):
 
 # ---- the charge: at most once, whatever happens
 
-def process(db, provider, op_id, inputs, clock=time.time):
+def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
     """Charge for operation op_id once. Safe to call again after a crash at
-    any point; returns the provider's charge id."""
+    any point; returns the provider's charge id. Each call to the provider
+    gets `timeout`, the seconds the operation has left (None: no limit)."""
     # 1. Write down what we are about to do, before doing it.
     db.execute("INSERT INTO operations (id, input_digest, state, started_at)"
                " VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING",
@@ -92,9 +99,9 @@ def process(db, provider, op_id, inputs, clock=time.time):
     #    second time: ask it what it did instead (reconcile). Otherwise, or if
     #    it did nothing, charge, with the operation's id as the key.
     if clock() - started_at > KEY_TRUSTED_SECONDS:
-        charge_id = provider.find_charge(op_id)
+        charge_id = provider.find_charge(op_id, timeout=timeout)
     if charge_id is None:
-        charge_id = provider.charge(idempotency_key=op_id, **inputs)
+        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)
     # 4. Record the charge. Only then may the message be acknowledged.
     db.execute("UPDATE operations SET charge_id = ?, state = 'charged'"
                " WHERE id = ? AND state = 'started'", (charge_id, op_id))
@@ -104,29 +111,36 @@ def process(db, provider, op_id, inputs, clock=time.time):
 def deliver(db, provider, message, dead_letters,
             attempts=5,                 # tries in all, the first one included
             base=0.2, cap=10.0,         # the ceiling of each wait, in seconds
-            sleep=time.sleep, budget=None, rng=random, clock=time.time):
-    """Process one message, retrying what may succeed later. Returns the
-    charge id, or None after parking the message in dead_letters."""
+            sleep=time.sleep, budget=None, rng=random, clock=time.time,
+            deadline=None):             # when it must be over, on `clock`
+    """Process one message, retrying what may succeed later, and passing
+    each try the time left before the deadline. Returns the charge id, or
+    None after parking the message in dead_letters."""
     if budget is not None:
         budget.request()
     for attempt in range(attempts):
+        time_left = None if deadline is None else deadline - clock()
         try:
-            return process(db, provider, message["id"], message["inputs"], clock)
+            return process(db, provider, message["id"], message["inputs"], clock, time_left)
         except Conflict:
             break                       # trying again cannot help
         except Retryable:
-            last_try = attempt == attempts - 1
-            if last_try or (budget is not None and not budget.allow_retry()):
+            wait = rng.uniform(0, min(cap, base * 2 ** attempt))   # full jitter
+            if (attempt == attempts - 1                            # no tries left,
+                    or (deadline is not None and clock() + wait >= deadline)   # no time,
+                    or (budget is not None and not budget.allow_retry())):     # no budget
                 break
-            sleep(rng.uniform(0, min(cap, base * 2 ** attempt)))   # full jitter
+            sleep(wait)
     dead_letters.append(message)
     return None
 
 
 class RetryBudget:
-    """Service-wide: retries may be at most RETRY_RATIO of the requests seen
-    over the last BUDGET_WINDOW_SECONDS. In an outage, the service sends a
-    tenth more calls, not five times as many."""
+    """One worker's budget (the SRE book's per-client budget): retries may be
+    at most RETRY_RATIO of the requests it saw over the last
+    BUDGET_WINDOW_SECONDS. It lives in this process's memory, so it counts
+    only this worker's calls, and starts from nothing when the worker does.
+    In an outage, the worker sends a tenth more calls, not five times as many."""
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
@@ -147,30 +161,63 @@ class RetryBudget:
 
 # ---- admission: a bounded queue per tenant
 
-def admit(db, op_id, tenant, inputs):
-    """Queue an operation if its tenant has a free waiting slot; otherwise
-    refuse at once. The count and the insert are one statement, so two
-    requests cannot both take the last slot."""
-    added = db.execute("""
+def operation_id(tenant, client_id):
+    """The service's id for a client's operation: North's O7 is North/O7, so
+    two tenants may both send O7 and never meet. It is also the provider's
+    idempotency key. (Tenant names never contain a slash.)"""
+    return f"{tenant}/{client_id}"
+
+
+def admit(db, tenant, client_id, inputs):
+    """Queue an operation if its tenant has a free waiting slot, and answer
+    with its status; refuse at once when full. The count and the insert are
+    one statement, so two requests cannot both take the last slot. An id
+    the tenant already used is not queued again: the answer is its status."""
+    op_id = operation_id(tenant, client_id)
+    db.execute("""
         INSERT INTO work (id, tenant, inputs, state)
         SELECT ?, ?, ?, 'waiting'
         WHERE (SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting') < ?
-    """, (op_id, tenant, json.dumps(inputs), tenant, MAX_WAITING)).rowcount
-    if not added:
+        ON CONFLICT (id) DO NOTHING
+    """, (op_id, tenant, json.dumps(inputs), tenant, MAX_WAITING))
+    known = db.execute("SELECT inputs FROM work WHERE id = ?", (op_id,)).fetchone()
+    if known is None:
         raise Refused(f"tenant {tenant} already has {MAX_WAITING} operations waiting;"
                       " try again later")
+    if digest(json.loads(known[0])) != digest(inputs):
+        raise Conflict(f"{op_id} was first submitted with other inputs")
+    return status(db, tenant, client_id)
 
 
-def start_next(db, tenant):
-    """Move the tenant's oldest waiting operation to running, if the tenant
-    has a free running slot. Returns its message, or None."""
+def status(db, tenant, client_id):
+    """What a client polls instead of submitting again: (state, charge). The
+    charge is the provider's charge id, 'none', or 'unknown' while a call
+    may have been made and no answer is recorded. None for an id the tenant
+    never used: a tenant can only ask about its own operations."""
+    return db.execute("""
+        SELECT work.state, CASE operations.state WHEN 'charged' THEN charge_id
+                                                 WHEN 'started' THEN 'unknown'
+                                                 ELSE 'none' END
+        FROM work LEFT JOIN operations USING (id) WHERE work.id = ?
+    """, (operation_id(tenant, client_id),)).fetchone()
+
+
+def start_next(db, tenant, clock=time.time):
+    """Start the tenant's oldest operation that is waiting, or running on a
+    lease that ran out (its worker died), if the tenant has a free running
+    slot. Only a live lease holds a slot. Returns its message, or None."""
+    now = clock()
     row = db.execute("""
-        UPDATE work SET state = 'running'
-        WHERE id = (SELECT id FROM work WHERE tenant = ? AND state = 'waiting'
+        UPDATE work SET state = 'running', locked_until = :now + :lease
+        WHERE id = (SELECT id FROM work
+                    WHERE tenant = :tenant
+                      AND (state = 'waiting' OR (state = 'running' AND locked_until < :now))
                     ORDER BY rowid LIMIT 1)
-          AND (SELECT count(*) FROM work WHERE tenant = ? AND state = 'running') < ?
+          AND (SELECT count(*) FROM work WHERE tenant = :tenant
+               AND state = 'running' AND locked_until >= :now) < :max_running
         RETURNING id, inputs
-    """, (tenant, tenant, MAX_RUNNING)).fetchone()
+    """, {"tenant": tenant, "now": now, "lease": LEASE_SECONDS,
+          "max_running": MAX_RUNNING}).fetchone()
     return None if row is None else {"id": row[0], "inputs": json.loads(row[1])}
 
 
@@ -178,18 +225,46 @@ def finish(db, op_id, state):
     db.execute("UPDATE work SET state = ? WHERE id = ? AND state = 'running'", (state, op_id))
 
 
-def cancel(db, op_id):
-    """Cancel an operation that has not started. A charge that happened
-    cannot be cancelled; say so, and what would undo it."""
+def cancel(db, tenant, client_id):
+    """Cancel an operation that has not started. For any other, say why not,
+    and whether money may have moved."""
+    op_id = operation_id(tenant, client_id)
     if db.execute("UPDATE work SET state = 'cancelled' WHERE id = ? AND state = 'waiting'",
                   (op_id,)).rowcount:
         return f"{op_id} cancelled: it had not started, so nothing was charged"
-    charged = db.execute("SELECT charge_id FROM operations WHERE id = ? AND state = 'charged'",
-                         (op_id,)).fetchone()
-    if charged:
-        return (f"{op_id} cannot be cancelled: it was charged as {charged[0]}."
+    known = status(db, tenant, client_id)
+    if known is None:
+        return f"{tenant} has no operation {client_id}"
+    state, charge = known
+    if state == "running":
+        return f"{op_id} cannot be cancelled now: it is running; ask again when it ends"
+    if charge == "unknown":
+        return (f"{op_id} is dead, and may have been charged: a call was made and no clear"
+                " answer came back. A person must ask the provider before anything else")
+    if charge != "none":
+        return (f"{op_id} cannot be cancelled: it was charged as {charge}."
                 " Undoing it takes a refund: a new operation, with its own id and approval")
-    return f"{op_id} cannot be cancelled now: it is running; ask again when it ends"
+    return f"{op_id} is already {state}, and nothing was charged"
+
+
+# ---- a worker: one operation, from its slot to its end
+
+def work_one(db, provider, tenant, dead_letters, clock=time.time, **retries):
+    """Start the tenant's next operation and see it through. Returns its id,
+    or None if there was nothing to start. The slot is given back on every
+    way out: charged, parked, or an exception nobody expected (the operation
+    is then dead, for a person, and the exception goes on up). A worker that
+    dies here gives nothing back: its lease runs out instead."""
+    message = start_next(db, tenant, clock)
+    if message is None:
+        return None
+    charge = None
+    try:
+        charge = deliver(db, provider, message, dead_letters, clock=clock,
+                         deadline=clock() + DEADLINE_SECONDS, **retries)
+    finally:
+        finish(db, message["id"], "done" if charge else "dead")
+    return message["id"]
 
 
 # ---- a provider to practise on
@@ -206,7 +281,9 @@ class Provider:
         self.next_charge = first_charge
         self.calls = 0
 
-    def charge(self, idempotency_key, **inputs):
+    def charge(self, idempotency_key, timeout=None, **inputs):
+        # It answers at once, so it never needs its timeout: the digest is
+        # of the payment's inputs, not of how long the caller can wait.
         self.calls += 1
         known = self.keys.get(idempotency_key)
         if known and self.clock() - known[2] < KEY_WINDOW_SECONDS:
@@ -221,7 +298,7 @@ class Provider:
         print(f"{'':13}provider: new charge {charge_id}, key {idempotency_key}")
         return charge_id
 
-    def find_charge(self, reference):
+    def find_charge(self, reference, timeout=None):
         charge_id = next((c for c, ref in self.charges.items() if ref == reference), None)
         print(f"{'':13}provider: charges with reference {reference}: {charge_id or 'none'}")
         return charge_id
@@ -241,6 +318,24 @@ class CrashAfterCall:
     def charge(self, **request):
         self.provider.charge(**request)
         raise WorkerCrashed()
+
+
+class Stalled:
+    """The provider on a bad day: it charges, but its answer takes `seconds`.
+    A caller that passes a timeout stops waiting when it runs out, not
+    knowing whether the charge happened; a caller without one waits it out."""
+
+    def __init__(self, provider, seconds):
+        self.provider, self.seconds = provider, seconds
+
+    def charge(self, timeout=None, **request):
+        charge_id = self.provider.charge(**request)
+        waited = self.seconds if timeout is None else min(timeout, self.seconds)
+        self.provider.clock.advance(waited)
+        if waited < self.seconds:
+            print(f"{'':13}no answer within {timeout:g} s: the worker stops waiting")
+            raise Retryable(f"no answer within {timeout:g} s")  # yet it may have charged
+        return charge_id
 
 
 class Outage:
@@ -281,7 +376,8 @@ def replay_o7():
     clock = Clock()
     db = open_db(":memory:")
     provider = Provider(clock, first_charge=9)
-    o7 = {"id": "O7", "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
+    o7 = {"id": operation_id("North", "O7"),
+          "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
     dead = []
 
     def say(text):
@@ -291,8 +387,8 @@ def replay_o7():
         """W1 calls the provider, which charges; W1 dies a minute later."""
         op_id, inputs = message["id"], message["inputs"]
         clock.set(1, hours, minutes)
-        say(f"W1 takes {op_id} ({inputs['tenant']}, invoice {inputs['invoice']},"
-            f" {dollars(inputs['amount_cents'])}) and calls the provider, key {op_id}")
+        say(f"W1 takes {op_id} (invoice {inputs['invoice']}, {dollars(inputs['amount_cents'])})"
+            f" and calls the provider, key {op_id}")
         try:
             process(db, CrashAfterCall(provider), op_id, inputs, clock)
         except WorkerCrashed:
@@ -301,56 +397,93 @@ def replay_o7():
 
     charge_then_crash(o7, 12, 0)
     clock.set(1, 12, 2)
-    say("the queue delivers O7 again (at least once, as promised); W2 takes it")
+    say(f"the queue delivers {o7['id']} again (at least once, as promised); W2 takes it")
     charge = deliver(db, provider, o7, dead, clock=clock)
-    say(f"W2 records {charge} and acknowledges O7")
+    say(f"W2 records {charge} and acknowledges {o7['id']}")
     print(f"{'':13}the provider saw {provider.calls} calls and made {len(provider.charges)} charge")
 
     clock.set(1, 12, 5)
-    changed = {"id": "O7", "inputs": dict(o7["inputs"], amount_cents=6000)}
-    say(f"a message for O7 arrives again, now for {dollars(changed['inputs']['amount_cents'])}")
+    changed = {"id": o7["id"], "inputs": dict(o7["inputs"], amount_cents=6000)}
+    say(f"a message for {changed['id']} arrives again, now for"
+        f" {dollars(changed['inputs']['amount_cents'])}")
     deliver(db, provider, changed, dead, clock=clock)
     say(f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter")
 
-    o8 = {"id": "O8", "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
+    o8 = {"id": operation_id("North", "O8"),
+          "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
     charge_then_crash(o8, 12, 10)
     clock.set(2, 14, 0)
-    say("O8 is delivered again, 26 hours later: the provider has forgotten key O8")
+    say(f"{o8['id']} is delivered again, 26 hours later: the provider has forgotten its key")
     charge = deliver(db, provider, o8, dead, clock=clock)
-    say(f"W2 records {charge} and acknowledges O8")
+    say(f"W2 records {charge} and acknowledges {o8['id']}")
     print(f"{'':13}the provider made {len(provider.charges)} charges for 2 operations")
 
 
 def show_admission():
+    clock = Clock()
     db = open_db(":memory:")
-    print(f"each tenant may have {MAX_RUNNING} operations running and {MAX_WAITING} waiting")
-    for number in range(1, 8):
-        op_id = f"N{number}"
+
+    def submit(tenant, client_id, again=""):
         try:
-            admit(db, op_id, "North", {"invoice": number})
-            print(f"North submits {op_id}: admitted, waiting")
+            state, _ = admit(db, tenant, client_id, {"invoice": client_id})
+            print(f"{tenant} submits {client_id}{again}: {state}")
         except Refused as refusal:
-            print(f"North submits {op_id}: refused: {refusal}")
-    for _ in range(3):
-        message = start_next(db, "North")
-        started = message["id"] if message else f"none: North has {MAX_RUNNING} running"
-        print(f"the worker starts North's next: {started}")
-    admit(db, "S1", "South", {"invoice": 1})
-    print(f"South submits S1: admitted; the worker starts {start_next(db, 'South')['id']} at once")
-    admit(db, "N6", "North", {"invoice": 6})
-    print("North submits N6 again: admitted, now that 2 of its 5 waiting have started")
+            print(f"{tenant} submits {client_id}{again}: refused: {refusal}")
+
+    def start(tenant, when=""):
+        message = start_next(db, tenant, clock)
+        started = message["id"] if message else f"none: {tenant} has {MAX_RUNNING} running"
+        print(f"{when}the worker starts {tenant}'s next: {started}")
+        return message
+
+    print(f"each tenant may have {MAX_RUNNING} operations running and {MAX_WAITING} waiting")
+    for number in range(1, MAX_WAITING + 3):              # two more than may wait
+        submit("North", f"N{number}")
+    submit("North", "N1", " again")                       # answered, not queued twice
+    running = [start("North") for _ in range(MAX_RUNNING)]
+    start("North")
+    submit("South", "N1")
+    start("South")
+    submit("North", f"N{MAX_WAITING + 1}", " again")
+    print(f"the workers running {' and '.join(m['id'] for m in running)} die;"
+          " nothing gives their slots back")
+    clock.advance(LEASE_SECONDS)
+    start("North", f"after {clock.now:.0f} s, their leases still hold: ")
+    clock.advance(1)
+    start("North", f"after {clock.now:.0f} s, their leases have run out: ")
 
 
 def show_cancel():
-    db = open_db(":memory:")
-    provider = Provider(Clock())
-    for op_id in ("P1", "P2"):
-        admit(db, op_id, "North", {"tenant": "North", "invoice": op_id, "amount_cents": 1000})
-    message = start_next(db, "North")
-    print(f"the worker starts {message['id']}")
-    finish(db, message["id"], "done" if deliver(db, provider, message, []) else "dead")
-    for op_id in ("P2", "P1"):
-        print(f"cancel {op_id}: {cancel(db, op_id)}")
+    clock = Clock()
+    db, provider = open_db(":memory:"), Provider(clock)
+    for client_id in ("P1", "P2", "P3", "P4"):
+        admit(db, "North", client_id, {"tenant": "North", "invoice": client_id,
+                                       "amount_cents": 1000})
+    print("the worker runs P1, then P2 while the provider is down; P3 starts; P4 waits")
+    work_one(db, provider, "North", [], clock=clock)
+    work_one(db, Outage(), "North", [], clock=clock, attempts=1)
+    start_next(db, "North", clock)
+    for client_id in ("P1", "P2", "P3", "P4"):
+        state, charge = status(db, "North", client_id)
+        print(f"status of {client_id}: {state}, charge {charge}")
+    for tenant, client_id in (("North", "P4"), ("North", "P4"), ("North", "P3"),
+                              ("North", "P2"), ("North", "P1"), ("North", "P9"),
+                              ("South", "P1")):
+        print(f"{tenant} cancels {client_id}: {cancel(db, tenant, client_id)}")
+
+
+def show_deadline():
+    clock = Clock()
+    db, provider, dead = open_db(":memory:"), Provider(clock), []
+    stalled = Stalled(provider, 600)
+    admit(db, "North", "O9", {"tenant": "North", "invoice": 9, "amount_cents": 3000})
+    print(f"an operation must be over within {DEADLINE_SECONDS} s;"
+          f" today the provider answers after {stalled.seconds} s")
+    print(f"W1 starts {operation_id('North', 'O9')} and calls the provider")
+    work_one(db, stalled, "North", dead, clock=clock)
+    print(f"W1 gives its slot back after {clock():g} s; dead letters: {len(dead)}")
+    state, charge = status(db, "North", "O9")
+    print(f"status of O9: {state}, charge {charge}")
 
 
 def show_budget():
@@ -364,14 +497,15 @@ def show_budget():
             message = {"id": f"M{number}", "inputs": {"amount_cents": 100}}
             deliver(open_db(":memory:"), outage, message, dead, sleep=clock.advance,
                     budget=budget, rng=rng, clock=clock)
-        name = "with a 10% retry budget" if budget_on else "without a retry budget"
+        name = (f"with a {RETRY_RATIO:.0%} retry budget" if budget_on
+                else "without a retry budget")
         print(f"{name}: {outage.calls} calls to the provider,"
               f" {outage.calls - 100} of them retries; {len(dead)} dead letters")
 
 
 def main():
     commands = {"o7": replay_o7, "admission": show_admission, "cancel": show_cancel,
-                "budget": show_budget}
+                "deadline": show_deadline, "budget": show_budget}
     parser = argparse.ArgumentParser(description="Replays of Chapter 10's worked cases.")
     parser.add_argument("command", choices=commands)
     commands[parser.parse_args().command]()

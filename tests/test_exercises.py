@@ -992,24 +992,24 @@ def test_ex09_trusting_keys_forever_charges_twice(folder):
                        "KEY_TRUSTED_SECONDS = 48 * 3600")
     status, output = console.run("python3 ex09_charge_worker.py o7", folder)
     assert status == 0, output
-    assert "provider: new charge C11, key O8" in output
+    assert "provider: new charge C11, key North/O8" in output
     assert "the provider made 3 charges for 2 operations" in output
 
 
 @exercise("ex09_charge_worker.py")
 def test_ex09_admission_limits_each_tenant_on_its_own(ex09):
-    db = ex09.open_db(":memory:")
+    db, clock = ex09.open_db(":memory:"), FrozenClock()
     for number in range(5):
-        ex09.admit(db, f"N{number}", "North", {})
+        ex09.admit(db, "North", f"N{number}", {})
     with pytest.raises(ex09.Refused, match="tenant North already has 5 operations waiting"):
-        ex09.admit(db, "N5", "North", {})
-    ex09.admit(db, "S0", "South", {})                    # another tenant is still admitted
-    started = [ex09.start_next(db, "North") for _ in range(3)]
-    assert [m and m["id"] for m in started] == ["N0", "N1", None]   # 2 running at most
-    assert ex09.start_next(db, "South")["id"] == "S0"
-    ex09.finish(db, "N0", "done")
-    assert ex09.start_next(db, "North")["id"] == "N2"   # a slot freed is a slot used
-    ex09.admit(db, "N5", "North", {})                    # and a waiting slot, too
+        ex09.admit(db, "North", "N5", {})
+    ex09.admit(db, "South", "S0", {})                    # another tenant is still admitted
+    started = [ex09.start_next(db, "North", clock) for _ in range(3)]
+    assert [m and m["id"] for m in started] == ["North/N0", "North/N1", None]  # 2 running at most
+    assert ex09.start_next(db, "South", clock)["id"] == "South/S0"
+    ex09.finish(db, "North/N0", "done")
+    assert ex09.start_next(db, "North", clock)["id"] == "North/N2"   # a slot freed is a slot used
+    ex09.admit(db, "North", "N5", {})                    # and a waiting slot, too
 
 
 @exercise("ex09_charge_worker.py")
@@ -1033,15 +1033,15 @@ def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(ex09):
 @exercise("ex09_charge_worker.py")
 def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancelled(ex09):
     db, provider = ex09.open_db(":memory:"), ex09.Provider(FrozenClock())
-    for op_id in ("P1", "P2"):
-        ex09.admit(db, op_id, "North", dict(O7, invoice=op_id))
+    for client_id in ("P1", "P2"):
+        ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
     message = ex09.start_next(db, "North")
-    assert "running" in ex09.cancel(db, "P1")           # running: not now
+    assert "running" in ex09.cancel(db, "North", "P1")  # running: not now
     charge = ex09.deliver(db, provider, message, [])
-    ex09.finish(db, "P1", "done")
-    assert "cancelled" in ex09.cancel(db, "P2")
+    ex09.finish(db, "North/P1", "done")
+    assert "cancelled" in ex09.cancel(db, "North", "P2")
     assert ex09.start_next(db, "North") is None          # a cancelled operation never runs
-    answer = ex09.cancel(db, "P1")
+    answer = ex09.cancel(db, "North", "P1")
     assert "cannot be cancelled" in answer and charge in answer and "refund" in answer
     assert list(provider.charges) == [charge]
 
@@ -1050,7 +1050,283 @@ def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancel
 def test_ex09_a_new_id_is_a_new_intent_and_a_new_charge(folder):
     """Study Drill 2: the $60.00 message under the id O7b is a new operation:
     the provider makes a new charge for it."""
-    console.apply_edit(folder, "ex09_charge_worker.py", 'changed = {"id": "O7",',
-                       'changed = {"id": "O7b",')
+    console.apply_edit(folder, "ex09_charge_worker.py", 'changed = {"id": o7["id"],',
+                       'changed = {"id": operation_id("North", "O7b"),')
     status, output = console.run("python3 ex09_charge_worker.py o7", folder)
-    assert status == 0 and "provider: new charge C10, key O7b" in output, output
+    assert status == 0 and "provider: new charge C10, key North/O7b" in output, output
+
+
+def set_constant(folder, name, value):
+    """Set a constant of ex09 the way a Study Drill tells the reader to."""
+    path = folder / "ex09_charge_worker.py"
+    text, count = re.subn(rf"(?m)^{name}\s*=\s*[\d.]+", f"{name} = {value}", path.read_text())
+    assert count == 1, f"ex09_charge_worker.py should set {name} once"
+    path.write_text(text)
+
+
+@exercise("ex09_charge_worker.py")
+@pytest.mark.parametrize("running, waiting", [(2, 2), (1, 3)])
+def test_ex09_admission_prints_the_limits_it_has(folder, running, waiting):
+    """Study Drill 1: with other limits, `admission` admits as many as
+    MAX_WAITING allows, and every limit it prints is the one it has."""
+    set_constant(folder, "MAX_RUNNING", running)
+    set_constant(folder, "MAX_WAITING", waiting)
+    status, output = console.run("python3 ex09_charge_worker.py admission", folder)
+    assert status == 0, output
+    limits = re.findall(r"(\d+) (?:operations )?(running|waiting)\b", output)
+    assert limits and set(limits) <= {(str(running), "running"), (str(waiting), "waiting")}, \
+        output
+    first_tries = {}
+    for submitted, answer in re.findall(r"(?m)^North submits (N\d+): (\w+)", output):
+        first_tries.setdefault(submitted, answer)
+    assert list(first_tries.values()).count("refused") == 2, output
+    assert len(first_tries) == waiting + 2, output
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_admitting_a_known_id_answers_with_its_status(ex09):
+    """A client that submits again gets the operation's status, not a second
+    operation; the same id with other inputs is a conflict."""
+    db = ex09.open_db(":memory:")
+    assert ex09.admit(db, "North", "O7", O7) == ("waiting", "none")
+    assert ex09.admit(db, "North", "O7", dict(reversed(O7.items()))) == ("waiting", "none")
+    with pytest.raises(ex09.Conflict):
+        ex09.admit(db, "North", "O7", dict(O7, amount_cents=6000))
+    assert db.execute("SELECT count(*) FROM work").fetchone() == (1,)
+    for number in range(1, ex09.MAX_WAITING):
+        ex09.admit(db, "North", f"N{number}", {})
+    with pytest.raises(ex09.Refused):                    # North is full...
+        ex09.admit(db, "North", "N99", {})
+    assert ex09.admit(db, "North", "O7", O7) == ("waiting", "none")   # ...yet O7 is known
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_status_follows_an_operation_until_it_is_charged(ex09):
+    """A client polls status: waiting, running, then done with its charge;
+    an id nobody submitted has no status."""
+    clock = FrozenClock()
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock, first_charge=9)
+    assert ex09.status(db, "North", "O7") is None
+    ex09.admit(db, "North", "O7", O7)
+    assert ex09.status(db, "North", "O7") == ("waiting", "none")
+    message = ex09.start_next(db, "North", clock)
+    assert ex09.status(db, "North", "O7") == ("running", "none")
+    with pytest.raises(ex09.WorkerCrashed):              # called, and no answer recorded
+        ex09.process(db, ex09.CrashAfterCall(provider), message["id"], message["inputs"], clock)
+    assert ex09.status(db, "North", "O7") == ("running", "unknown")
+    ex09.deliver(db, provider, message, [], clock=clock)
+    ex09.finish(db, message["id"], "done")
+    assert ex09.status(db, "North", "O7") == ("done", "C9")
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_two_tenants_may_use_one_id_and_never_meet(ex09):
+    """North's O7 and South's O7 are two operations, with two provider keys;
+    neither tenant sees the other's."""
+    clock = FrozenClock()
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    south = {"tenant": "South", "invoice": 7, "amount_cents": 100}
+    assert ex09.admit(db, "North", "O7", O7) == ("waiting", "none")
+    assert ex09.admit(db, "South", "O7", south) == ("waiting", "none")
+    for tenant in ("North", "South"):
+        message = ex09.start_next(db, tenant, clock)
+        assert message["inputs"]["tenant"] == tenant
+        ex09.deliver(db, provider, message, [], clock=clock)
+        ex09.finish(db, message["id"], "done")
+    assert ex09.status(db, "North", "O7") == ("done", "C1")
+    assert ex09.status(db, "South", "O7") == ("done", "C2")
+    assert ex09.status(db, "South", "O8") is None
+    keys = sorted(provider.charges.values())               # the key is the scoped id
+    assert keys == [ex09.operation_id("North", "O7"), ex09.operation_id("South", "O7")]
+    assert len(set(keys)) == 2
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_dead_workers_slot_comes_back_after_its_lease(ex09):
+    """Two workers die holding North's two running slots: North is blocked
+    only until their leases run out; then the oldest is started again."""
+    clock = FrozenClock()
+    db = ex09.open_db(":memory:")
+    for number in range(1, 4):
+        ex09.admit(db, "North", f"N{number}", {})
+    assert ex09.start_next(db, "North", clock)["id"] == "North/N1"   # its worker dies
+    assert ex09.start_next(db, "North", clock)["id"] == "North/N2"   # and this one too
+    clock.now += ex09.LEASE_SECONDS
+    assert ex09.start_next(db, "North", clock) is None               # within the leases
+    clock.now += 1
+    assert ex09.start_next(db, "North", clock)["id"] == "North/N1"   # delivered again
+    assert ex09.start_next(db, "North", clock)["id"] == "North/N2"
+    assert ex09.start_next(db, "North", clock) is None               # two live leases again
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_cancel_answers_for_dead_cancelled_and_unknown_operations(ex09):
+    """cancel() says what is true in every state: a dead operation may have
+    been charged if a call was made; a cancelled one is cancelled; an id the
+    tenant never used is unknown, whoever else used it."""
+    clock = FrozenClock()
+    db = ex09.open_db(":memory:")
+    for client_id in ("P1", "P2", "P3"):
+        ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
+    called = ex09.start_next(db, "North", clock)           # P1: the provider is down
+    assert ex09.deliver(db, ex09.Outage(), called, [], attempts=1) is None
+    ex09.finish(db, called["id"], "dead")
+    ex09.finish(db, ex09.start_next(db, "North", clock)["id"], "dead")   # P2: never called
+    answers = {client_id: ex09.cancel(db, "North", client_id)
+               for client_id in ("P1", "P2", "P3", "P9")}
+    answers["P3 again"] = ex09.cancel(db, "North", "P3")
+    answers["South's P1"] = ex09.cancel(db, "South", "P1")
+    assert not any("running" in answer for answer in answers.values()), answers
+    assert "dead" in answers["P1"] and "may have been charged" in answers["P1"]
+    assert "dead" in answers["P2"] and "nothing was charged" in answers["P2"]
+    assert answers["P3"].startswith("North/P3 cancelled")
+    assert "already cancelled" in answers["P3 again"]
+    assert "no operation P9" in answers["P9"] and "no operation P1" in answers["South's P1"]
+    assert [ex09.status(db, "North", c) for c in ("P1", "P2", "P3")] == [
+        ("dead", "unknown"), ("dead", "none"), ("cancelled", "none")]
+
+
+class BrokenProvider:
+    """A provider client with a bug: every call raises what nobody expected."""
+
+    def charge(self, **request):
+        raise KeyError("amount")
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_worker_gives_its_slot_back_on_every_way_out(ex09):
+    """work_one() frees its running slot whether the operation is charged,
+    refused as a conflict, parked after its tries, or ends in an exception
+    nobody expected (which still reaches the caller)."""
+    clock = FrozenClock()
+    db, provider, dead = ex09.open_db(":memory:"), ex09.Provider(clock), []
+    with pytest.raises(SystemExit):                      # North/P2 was begun with other inputs
+        ex09.process(db, CrashingProvider(provider, before=True), "North/P2",
+                     dict(O7, amount_cents=1), clock)
+    for client_id in ("P1", "P2", "P3", "P4"):
+        ex09.admit(db, "North", client_id, O7)
+    paths = [("P1", provider, ("done", "C1")), ("P2", provider, ("dead", "unknown")),
+             ("P3", FlakyProvider(ex09, failures=99), ("dead", "unknown"))]
+    for client_id, used, after in paths:
+        assert ex09.work_one(db, used, "North", dead, clock=clock,
+                             sleep=lambda s: None) == f"North/{client_id}"
+        assert ex09.status(db, "North", client_id) == after
+    with pytest.raises(KeyError):
+        ex09.work_one(db, BrokenProvider(), "North", dead, clock=clock)
+    assert ex09.status(db, "North", "P4") == ("dead", "unknown")
+    assert [m["id"] for m in dead] == ["North/P2", "North/P3"]
+    for client_id in ("P5", "P6"):
+        ex09.admit(db, "North", client_id, O7)
+    started = [ex09.start_next(db, "North", clock) for _ in range(2)]
+    assert [m["id"] for m in started] == ["North/P5", "North/P6"]   # no slot was kept
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_the_provider_binds_a_key_to_its_inputs_not_to_a_timeout(ex09):
+    """The same key and inputs give the same charge whatever time each call
+    had left; the same key with other inputs is refused."""
+    provider = ex09.Provider(FrozenClock())
+    first = provider.charge(idempotency_key="North/O7", timeout=30, **O7)
+    assert provider.charge(idempotency_key="North/O7", timeout=12.5, **O7) == first
+    with pytest.raises(ex09.Conflict):
+        provider.charge(idempotency_key="North/O7", timeout=30, **dict(O7, amount_cents=6000))
+    assert list(provider.charges) == [first] and provider.calls == 3
+
+
+class SlowFlakyProvider:
+    """Each call takes `seconds` of the clock, or less if its timeout runs
+    out first; it fails with Retryable `failures` times. It notes when each
+    call came and the timeout it was given."""
+
+    def __init__(self, ex09, clock, seconds, failures):
+        self.ex09, self.clock, self.seconds, self.failures = ex09, clock, seconds, failures
+        self.seen = []
+
+    def charge(self, idempotency_key, timeout=None, **inputs):
+        self.seen.append((self.clock(), timeout))
+        self.clock.advance(self.seconds if timeout is None else min(self.seconds, timeout))
+        if len(self.seen) <= self.failures:
+            raise self.ex09.Retryable("503 Service Unavailable")
+        return f"charge-{idempotency_key}"
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_each_call_gets_the_time_left_before_the_deadline(ex09):
+    """deliver() passes every call the time left as its timeout, waits only
+    when a retry still fits, and is over by the deadline."""
+    message, top = {"id": "North/O7", "inputs": O7}, TopOfRange()
+    clock = ex09.Clock()
+    provider = SlowFlakyProvider(ex09, clock, seconds=2, failures=2)
+    deadline = clock() + 30
+    assert ex09.deliver(ex09.open_db(":memory:"), provider, message, [], sleep=clock.advance,
+                        rng=top, clock=clock, deadline=deadline) == "charge-North/O7"
+    assert [when + timeout for when, timeout in provider.seen] == [deadline] * 3
+    assert [timeout for _, timeout in provider.seen] == pytest.approx([30, 27.8, 25.4])
+    clock, dead = ex09.Clock(), []
+    provider = SlowFlakyProvider(ex09, clock, seconds=10, failures=99)
+    assert ex09.deliver(ex09.open_db(":memory:"), provider, message, dead, sleep=clock.advance,
+                        rng=top, clock=clock, deadline=30) is None
+    assert [timeout for _, timeout in provider.seen] == pytest.approx([30, 19.8, 9.4])
+    assert clock() == pytest.approx(30) and dead == [message]   # over by the deadline
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_stalled_provider_costs_the_deadline_not_the_stall(ex09):
+    """A provider that charges but answers only after 600 s: the call is cut
+    off at the deadline as a Retryable failure, the operation is parked with
+    its charge unknown, and the slot is free; a later delivery with the same
+    key finds the charge instead of making another."""
+    clock = ex09.Clock()
+    db, provider, dead = ex09.open_db(":memory:"), ex09.Provider(clock), []
+    ex09.admit(db, "North", "O9", dict(O7, invoice=9))
+    assert ex09.work_one(db, ex09.Stalled(provider, 600), "North", dead,
+                         clock=clock) == "North/O9"
+    assert clock() == ex09.DEADLINE_SECONDS < ex09.LEASE_SECONDS    # given up within its lease
+    assert ex09.status(db, "North", "O9") == ("dead", "unknown")
+    assert list(provider.charges) == ["C1"]              # the provider did charge
+    assert ex09.deliver(db, provider, dead[0], [], clock=clock) == "C1"
+    assert list(provider.charges) == ["C1"]
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_spent_budget_makes_a_failure_final_at_once(ex09):
+    """With the retry budget spent, a delivery that fails is not tried again:
+    one call, no wait, and the message is parked as a dead letter. A budget
+    keeps no count but its own: a new one has seen no requests, and allows
+    its first retry only after ten."""
+    clock, db = FrozenClock(), ex09.open_db(":memory:")
+    budget, dead = ex09.RetryBudget(clock), []
+    down = FlakyProvider(ex09, failures=99)
+    message = {"id": "North/O7", "inputs": O7}
+    assert ex09.deliver(db, down, message, dead, budget=budget, clock=clock,
+                        sleep=lambda s: pytest.fail("slept")) is None
+    assert (down.calls, dead) == (1, [message])
+    for _ in range(8):
+        budget.request()
+    assert not budget.allow_retry()                      # 9 requests: no retry yet
+    budget.request()
+    assert budget.allow_retry() and not ex09.RetryBudget(clock).allow_retry()
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_the_budget_command_prints_the_ratio_it_has(folder):
+    """Study Drill 3: with RETRY_RATIO = 0.5, `budget` says so, and keeps the
+    retries to half of the 100 requests."""
+    set_constant(folder, "RETRY_RATIO", 0.5)
+    status, output = console.run("python3 ex09_charge_worker.py budget", folder)
+    assert status == 0, output
+    (retries,) = re.findall(r"(?m)^with a 50% retry budget: \d+ calls to the provider, (\d+)",
+                            output)
+    assert 10 < int(retries) <= 50, output
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_without_a_deadline_a_stalled_call_holds_the_slot(folder):
+    """Study Drill 5: with no deadline passed down, W1 waits out the whole
+    stall, far past its lease, before the operation is done."""
+    console.apply_edit(folder, "ex09_charge_worker.py",
+                       "deadline=clock() + DEADLINE_SECONDS,", "")
+    status, output = console.run("python3 ex09_charge_worker.py deadline", folder)
+    assert status == 0, output
+    assert "W1 gives its slot back after 600 s; dead letters: 0" in output, output
+    assert "status of O9: done, charge C1" in output and "no answer" not in output

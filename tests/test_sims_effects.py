@@ -528,23 +528,25 @@ def test_the_o7_story_step_by_step():
         ("day 1 12:02", "queue", "redelivery"), ("day 1 12:05", "queue", "conflict"),
         ("day 1 12:10", "W1", "call"), ("day 1 12:11", "W1", "crash"),
         ("day 2 14:00", "queue", "reconciled"), ("day 2 14:00", "provider", "count")]
-    assert steps[0]["provider"] == ["provider: new charge C9, key O7"]
-    assert steps[1]["text"].startswith("crashes before it records C9 or acknowledges O7: "
-                                       "our record says O7 is started, with no charge id")
-    assert steps[2]["provider"] == ["provider: key O7 again, same inputs: C9 again"]
+    assert steps[0]["provider"] == ["provider: new charge C9, key North/O7"]
+    assert steps[1]["text"].startswith("crashes before it records C9 or acknowledges North/O7: "
+                                       "our record says North/O7 is started, with no charge id")
+    assert steps[2]["provider"] == ["provider: key North/O7 again, same inputs: C9 again"]
     assert steps[2]["text"].endswith("records C9: the provider saw 2 calls and made 1 charge")
     assert "refuses it (Conflict)" in steps[3]["text"]
     assert steps[3]["text"].endswith("1 dead letter; the provider was not called")
     assert steps[3]["provider"] == []
-    assert steps[6]["provider"] == ["provider: charges with reference O8: C10"]
+    assert steps[6]["provider"] == ["provider: charges with reference North/O8: C10"]
     assert "reconciled, not charged again" in steps[6]["text"]
-    assert steps[7]["text"] == "made 2 charges for 2 operations (C9 for O7, C10 for O8), in 3 calls"
-    assert state["provider"] == {"calls": 3, "charges": [{"id": "C9", "reference": "O7"},
-                                                         {"id": "C10", "reference": "O8"}]}
+    assert steps[7]["text"] == ("made 2 charges for 2 operations (C9 for North/O7, C10 for "
+                                "North/O8), in 3 calls")
+    assert state["provider"] == {"calls": 3,
+                                 "charges": [{"id": "C9", "reference": "North/O7"},
+                                             {"id": "C10", "reference": "North/O8"}]}
     assert [(op["id"], op["state"], op["charge_id"]) for op in state["operations"]] == [
-        ("O7", "charged", "C9"), ("O8", "charged", "C10")]
-    assert state["dead_letters"] == [{"id": "O7", "inputs": {"tenant": "North", "invoice": 7,
-                                                             "amount_cents": 6000}}]
+        ("North/O7", "charged", "C9"), ("North/O8", "charged", "C10")]
+    assert state["dead_letters"] == [{"id": "North/O7", "inputs": {
+        "tenant": "North", "invoice": 7, "amount_cents": 6000}}]
     assert tasks(state) == {"reconcile": True, "blind": False}
 
 
@@ -554,10 +556,12 @@ def test_the_blind_worker_charges_o8_a_second_time():
     state = play_story(blind=True)
     assert ex09.KEY_TRUSTED_SECONDS == trusted            # put back after each step
     late = state["steps"][6]
-    assert late["kind"] == "charged" and late["provider"] == ["provider: new charge C11, key O8"]
+    assert late["kind"] == "charged"
+    assert late["provider"] == ["provider: new charge C11, key North/O8"]
     assert "W2 trusts a key for 48 h" in late["text"]
     assert state["steps"][7]["text"].startswith("made 3 charges for 2 operations")
-    assert [charge["reference"] for charge in state["provider"]["charges"]] == ["O7", "O8", "O8"]
+    assert [charge["reference"] for charge in state["provider"]["charges"]] == [
+        "North/O7", "North/O8", "North/O8"]
     assert state["key_trusted_hours"] == 48 and tasks(state) == {"reconcile": False, "blind": True}
 
 
@@ -634,7 +638,7 @@ def test_the_payment_program_prints_the_run_and_the_o7_story():
     assert out.rstrip().endswith("Alice paid $50.00 for orders worth $40.00: $10.00 more "
                                  "(order 3 is dead, yet the bank charged it once)")
     story = run_program(str(SIMS / "payment.py"), "--o7", "--blind").splitlines()
-    assert story[0] == ("day 1 12:00  W1 takes O7 (North, invoice 7, $50.00), stores it as "
-                        "started, and calls the provider with key O7")
-    assert story[1] == "             provider: new charge C9, key O7"
+    assert story[0] == ("day 1 12:00  W1 takes North/O7 (invoice 7, $50.00), stores it as "
+                        "started, and calls the provider with key North/O7")
+    assert story[1] == "             provider: new charge C9, key North/O7"
     assert story[-1].startswith("day 2 14:00  provider made 3 charges for 2 operations")

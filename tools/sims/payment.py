@@ -454,9 +454,11 @@ class Payment:
 
 # ---- Chapter 10's O7, one step at a time, on ex09's own code
 
-O7 = {"id": "O7", "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
-O7_CHANGED = {"id": "O7", "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 6000}}
-O8 = {"id": "O8", "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
+# ex09 scopes an operation's id by its tenant (North/O7), and uses it as the key.
+O7 = {"id": "North/O7", "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
+O7_CHANGED = {"id": "North/O7",
+              "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 6000}}
+O8 = {"id": "North/O8", "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
 OPERATIONS = {"O7": O7, "O8": O8}
 BLIND_TRUST_SECONDS = 48 * 3600          # the chapter's Break It
 O7_TASKS = {
@@ -474,12 +476,13 @@ def charge_worker():
 
 class O7Story:
     """Operation O7 (North, invoice 7, $50.00) and a later O8, in eight
-    steps: W1 calls the provider with key O7 and it commits C9; W1 crashes
-    before recording it; the redelivery's call with key O7 gets C9 back; the
-    same id with a changed amount is refused (Conflict); O8 is charged and
-    its worker crashes the same way; O8 comes back 26 hours later, past the
-    provider's key window, and is reconciled (or, blind, charged again); the
-    provider's count of charges. Every call is ex09's own code."""
+    steps: W1 calls the provider with key North/O7 and it commits C9; W1
+    crashes before recording it; the redelivery's call with the same key
+    gets C9 back; the same id with a changed amount is refused (Conflict);
+    O8 is charged and its worker crashes the same way; O8 comes back 26
+    hours later, past the provider's key window, and is reconciled (or,
+    blind, charged again); the provider's count of charges. Every call is
+    ex09's own code."""
 
     STEPS = (("call", "O7", 0), ("crash", "O7", 1), ("again",), ("changed",),
              ("call", "O8", 10), ("crash", "O8", 11), ("late",), ("count",))
@@ -549,21 +552,23 @@ class O7Story:
     def _charges_for(self, reference):
         return [charge for charge, ref in self.provider.charges.items() if ref == reference]
 
-    def _call(self, op_id, minute):
+    def _call(self, name, minute):
         self.clock.set(1, 12, minute)
-        message = OPERATIONS[op_id]
+        message = OPERATIONS[name]
+        op_id = message["id"]
         try:
             self.ex09.process(self.db, self.ex09.CrashAfterCall(self.provider), op_id,
                               message["inputs"], self.clock)
         except self.ex09.WorkerCrashed:
             pass
         inputs = message["inputs"]
-        return "W1", (f"takes {op_id} ({inputs['tenant']}, invoice {inputs['invoice']}, "
+        return "W1", (f"takes {op_id} (invoice {inputs['invoice']}, "
                       f"{dollars(inputs['amount_cents'])}), stores it as started, and calls the "
                       f"provider with key {op_id}"), "call"
 
-    def _crash(self, op_id, minute):
+    def _crash(self, name, minute):
         self.clock.set(1, 12, minute)
+        op_id = OPERATIONS[name]["id"]
         state, charge_id = self._operation(op_id)
         recorded = "no charge id" if charge_id is None else f"charge {charge_id}"
         return "W1", (f"crashes before it records {', '.join(self._charges_for(op_id))} or "
@@ -573,45 +578,46 @@ class O7Story:
     def _again(self):
         self.clock.set(1, 12, 2)
         charge = self._deliver(O7)
-        made = len(self._charges_for("O7"))
-        return "queue", (f"delivers O7 again (at least once, as promised); W2 calls with key "
-                         f"O7 and records {charge}: the provider saw {self.provider.calls} "
+        made = len(self._charges_for(O7["id"]))
+        return "queue", (f"delivers {O7['id']} again (at least once, as promised); W2 calls "
+                         f"with the same key and records {charge}: the provider saw "
+                         f"{self.provider.calls} "
                          f"calls and made {made} charge{'' if made == 1 else 's'}"), "redelivery"
 
     def _changed(self):
         self.clock.set(1, 12, 5)
         calls = self.provider.calls
         charge = self._deliver(O7_CHANGED)
-        (stored,) = self.db.execute("SELECT input_digest FROM operations WHERE id = 'O7'"
-                                    ).fetchone()
+        (stored,) = self.db.execute("SELECT input_digest FROM operations WHERE id = ?",
+                                    (O7["id"],)).fetchone()
         parked = bool(self.dead_letters) and self.dead_letters[-1] is O7_CHANGED
         if charge is None and parked and stored != self.ex09.digest(O7_CHANGED["inputs"]):
             called = "was not called" if self.provider.calls == calls else "was called"
-            return "queue", ("delivers a message for O7 again, now for $60.00: its inputs' "
-                             "digest is not the one stored for O7, so W2 refuses it (Conflict) "
+            return "queue", (f"delivers a message for {O7['id']} again, now for $60.00: its "
+                             "inputs' digest is not the one stored, so W2 refuses it (Conflict) "
                              f"and parks it: {len(self.dead_letters)} dead letter; the provider "
                              f"{called}"), "conflict"
-        return "queue", (f"delivers a message for O7 again, now for $60.00: W2 records "
+        return "queue", (f"delivers a message for {O7['id']} again, now for $60.00: W2 records "
                          f"{charge}"), "charged"
 
     def _late(self):
         self.clock.set(2, 14, 0)
-        before = len(self._charges_for("O8"))
-        (called_at,) = self.db.execute("SELECT started_at FROM operations WHERE id = 'O8'"
-                                       ).fetchone()
+        before = len(self._charges_for(O8["id"]))
+        (called_at,) = self.db.execute("SELECT started_at FROM operations WHERE id = ?",
+                                       (O8["id"],)).fetchone()
         hours = round((self.clock() - called_at) / 3600)
         trusted = self.ex09.KEY_TRUSTED_SECONDS // 3600
         window = self.ex09.KEY_WINDOW_SECONDS // 3600
         charge = self._deliver(O8)
-        said = (f"delivers O8 again, {hours} hours after W1's call: the provider forgot key O8 "
-                f"after {window} h. W2 trusts a key for {trusted} h, ")
-        if len(self._charges_for("O8")) == before:
+        said = (f"delivers {O8['id']} again, {hours} hours after W1's call: the provider "
+                f"forgot its key after {window} h. W2 trusts a key for {trusted} h, ")
+        if len(self._charges_for(O8["id"])) == before:
             self.earned.add("reconcile")
             return "queue", said + (f"so W2 asks the provider for charges with reference "
-                                    f"O8 instead, and records {charge}: reconciled, not "
-                                    f"charged again"), "reconciled"
+                                    f"{O8['id']} instead, and records {charge}: reconciled, "
+                                    f"not charged again"), "reconciled"
         self.earned.add("blind")
-        return "queue", said + (f"so W2 calls again with key O8 (a blind retry), and the "
+        return "queue", said + (f"so W2 calls again with key {O8['id']} (a blind retry), and the "
                                 f"provider makes a new charge, {charge}"), "charged"
 
     def _count(self):
