@@ -27,6 +27,7 @@ MAX_WAITING = 5                  # ...and operations waiting for a slot
 DEADLINE_SECONDS = 30            # an operation must be over this long after it starts
 LEASE_SECONDS = 60               # a running slot is held this long, unless given back:
                                  # longer than the deadline, so a live worker gives up first
+MAX_STARTS = 3                   # an operation whose worker died this often is dead
 RETRY_RATIO = 0.1                # retries may be at most 10% of requests...
 BUDGET_WINDOW_SECONDS = 60       # ...over the last minute
 
@@ -57,6 +58,7 @@ CREATE TABLE IF NOT EXISTS work (
     inputs  TEXT NOT NULL,              -- JSON
     state   TEXT NOT NULL
             CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled')),
+    starts  INTEGER NOT NULL DEFAULT 0, -- how often it was started: also a fencing token
     locked_until  REAL                  -- while running: when its lease runs out
 );
 """
@@ -207,22 +209,33 @@ def start_next(db, tenant, clock=time.time):
     lease that ran out (its worker died), if the tenant has a free running
     slot. Only a live lease holds a slot. Returns its message, or None."""
     now = clock()
+    # An operation whose worker died on each of its MAX_STARTS starts is
+    # dead: one that kills every worker that takes it must not come back for
+    # ever. No code of the dead workers could have said so; the lease does.
+    db.execute("UPDATE work SET state = 'dead' WHERE tenant = ? AND state = 'running'"
+               " AND locked_until < ? AND starts >= ?", (tenant, now, MAX_STARTS))
     row = db.execute("""
-        UPDATE work SET state = 'running', locked_until = :now + :lease
+        UPDATE work SET state = 'running', starts = starts + 1, locked_until = :now + :lease
         WHERE id = (SELECT id FROM work
                     WHERE tenant = :tenant
                       AND (state = 'waiting' OR (state = 'running' AND locked_until < :now))
                     ORDER BY rowid LIMIT 1)
           AND (SELECT count(*) FROM work WHERE tenant = :tenant
                AND state = 'running' AND locked_until >= :now) < :max_running
-        RETURNING id, inputs
+        RETURNING id, inputs, starts
     """, {"tenant": tenant, "now": now, "lease": LEASE_SECONDS,
           "max_running": MAX_RUNNING}).fetchone()
-    return None if row is None else {"id": row[0], "inputs": json.loads(row[1])}
+    if row is None:
+        return None
+    return {"id": row[0], "inputs": json.loads(row[1]), "start": row[2]}
 
 
-def finish(db, op_id, state):
-    db.execute("UPDATE work SET state = ? WHERE id = ? AND state = 'running'", (state, op_id))
+def finish(db, message, state):
+    """End the operation that start_next() gave as `message`, if it is still
+    this start's. A worker that stalled past its lease, while another worker
+    started the operation again, holds an older start: it changes nothing."""
+    db.execute("UPDATE work SET state = ? WHERE id = ? AND state = 'running' AND starts = ?",
+               (state, message["id"], message["start"]))
 
 
 def cancel(db, tenant, client_id):
@@ -263,7 +276,7 @@ def work_one(db, provider, tenant, dead_letters, clock=time.time, **retries):
         charge = deliver(db, provider, message, dead_letters, clock=clock,
                          deadline=clock() + DEADLINE_SECONDS, **retries)
     finally:
-        finish(db, message["id"], "done" if charge else "dead")
+        finish(db, message, "done" if charge else "dead")
     return message["id"]
 
 

@@ -1007,7 +1007,7 @@ def test_ex09_admission_limits_each_tenant_on_its_own(ex09):
     started = [ex09.start_next(db, "North", clock) for _ in range(3)]
     assert [m and m["id"] for m in started] == ["North/N0", "North/N1", None]  # 2 running at most
     assert ex09.start_next(db, "South", clock)["id"] == "South/S0"
-    ex09.finish(db, "North/N0", "done")
+    ex09.finish(db, started[0], "done")
     assert ex09.start_next(db, "North", clock)["id"] == "North/N2"   # a slot freed is a slot used
     ex09.admit(db, "North", "N5", {})                    # and a waiting slot, too
 
@@ -1038,7 +1038,7 @@ def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancel
     message = ex09.start_next(db, "North")
     assert "running" in ex09.cancel(db, "North", "P1")  # running: not now
     charge = ex09.deliver(db, provider, message, [])
-    ex09.finish(db, "North/P1", "done")
+    ex09.finish(db, message, "done")
     assert "cancelled" in ex09.cancel(db, "North", "P2")
     assert ex09.start_next(db, "North") is None          # a cancelled operation never runs
     answer = ex09.cancel(db, "North", "P1")
@@ -1115,7 +1115,7 @@ def test_ex09_status_follows_an_operation_until_it_is_charged(ex09):
         ex09.process(db, ex09.CrashAfterCall(provider), message["id"], message["inputs"], clock)
     assert ex09.status(db, "North", "O7") == ("running", "unknown")
     ex09.deliver(db, provider, message, [], clock=clock)
-    ex09.finish(db, message["id"], "done")
+    ex09.finish(db, message, "done")
     assert ex09.status(db, "North", "O7") == ("done", "C9")
 
 
@@ -1132,7 +1132,7 @@ def test_ex09_two_tenants_may_use_one_id_and_never_meet(ex09):
         message = ex09.start_next(db, tenant, clock)
         assert message["inputs"]["tenant"] == tenant
         ex09.deliver(db, provider, message, [], clock=clock)
-        ex09.finish(db, message["id"], "done")
+        ex09.finish(db, message, "done")
     assert ex09.status(db, "North", "O7") == ("done", "C1")
     assert ex09.status(db, "South", "O7") == ("done", "C2")
     assert ex09.status(db, "South", "O8") is None
@@ -1160,6 +1160,40 @@ def test_ex09_a_dead_workers_slot_comes_back_after_its_lease(ex09):
 
 
 @exercise("ex09_charge_worker.py")
+def test_ex09_an_operation_that_kills_its_worker_every_time_ends_dead(ex09):
+    """A poison message: every worker that starts it dies, so no code of
+    theirs marks it dead. It is started MAX_STARTS times, then it is dead,
+    for a person, instead of being started again after every lease."""
+    clock = FrozenClock()
+    db = ex09.open_db(":memory:")
+    ex09.admit(db, "North", "N1", {})
+    starts = 0
+    for _ in range(10):
+        if ex09.start_next(db, "North", clock):          # ...and its worker dies
+            starts += 1
+        clock.now += ex09.LEASE_SECONDS + 1
+    assert ex09.status(db, "North", "N1") == ("dead", "none")
+    assert starts == ex09.MAX_STARTS < 10
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_worker_whose_lease_ran_out_cannot_end_the_operation(ex09):
+    """W1 stalls past its lease, and W2 starts the operation again. W1's late
+    finish changes nothing: the operation is W2's, and so is its ending."""
+    clock = FrozenClock()
+    db = ex09.open_db(":memory:")
+    ex09.admit(db, "North", "N1", {})
+    late = ex09.start_next(db, "North", clock)
+    clock.now += ex09.LEASE_SECONDS + 1
+    current = ex09.start_next(db, "North", clock)
+    assert current["id"] == late["id"]
+    ex09.finish(db, late, "dead")
+    assert ex09.status(db, "North", "N1") == ("running", "none")
+    ex09.finish(db, current, "done")
+    assert ex09.status(db, "North", "N1") == ("done", "none")
+
+
+@exercise("ex09_charge_worker.py")
 def test_ex09_cancel_answers_for_dead_cancelled_and_unknown_operations(ex09):
     """cancel() says what is true in every state: a dead operation may have
     been charged if a call was made; a cancelled one is cancelled; an id the
@@ -1170,8 +1204,8 @@ def test_ex09_cancel_answers_for_dead_cancelled_and_unknown_operations(ex09):
         ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
     called = ex09.start_next(db, "North", clock)           # P1: the provider is down
     assert ex09.deliver(db, ex09.Outage(), called, [], attempts=1) is None
-    ex09.finish(db, called["id"], "dead")
-    ex09.finish(db, ex09.start_next(db, "North", clock)["id"], "dead")   # P2: never called
+    ex09.finish(db, called, "dead")
+    ex09.finish(db, ex09.start_next(db, "North", clock), "dead")   # P2: never called
     answers = {client_id: ex09.cancel(db, "North", client_id)
                for client_id in ("P1", "P2", "P3", "P9")}
     answers["P3 again"] = ex09.cancel(db, "North", "P3")
