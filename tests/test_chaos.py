@@ -343,10 +343,7 @@ def noop(job):
     os.write(log, b"%d\\n" % job.args["value"])
 
 while True:
-    try:
-        if queue.work_one():
-            continue
-    except tinyq.LeaseLost:
+    if queue.work_one():
         continue
     counts = queue.counts()
     if counts["queued"] + counts["running"] == 0:
