@@ -100,8 +100,7 @@ def audit(db):
         }
         for kind, (got, owed, words) in effects.items():
             if (customer, kind) in dead:
-                parked.append(f"{email}: {kind} dead after {dead[customer, kind]} attempts;"
-                              f" {words}")
+                parked.append(f"{email}: {kind}, {dead[customer, kind]} attempts; {words}")
                 if got > owed:
                     problems.append(f"{email} {words}")
             elif got != owed:
