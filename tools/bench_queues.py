@@ -89,11 +89,8 @@ def drain_tinyq(path, ready, report, limit):
 
     def run_one():
         while True:
-            try:
-                if tiny.work_one():
-                    return True
-            except tinyq.LeaseLost:
-                continue              # another worker holds the job now
+            if tiny.work_one():
+                return True
             counts = tiny.counts()
             if counts["queued"] + counts["running"] == 0:
                 return False
