@@ -185,6 +185,12 @@ def task_done(sim, task):
     return sim.locator(f'li[data-task="{task}"]')
 
 
+def answered(sim):
+    """Wait until Python has answered every call the simulation has made."""
+    expect(sim, "the simulation's calls to Python to be answered").to_have_attribute(
+        "data-busy", "false", timeout=BOOT_SECONDS * 1000)
+
+
 def test_the_race_stepper_by_keyboard_alone(watched, site_url):
     sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race",
                            keyboard=True)
@@ -333,6 +339,7 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
         sim.get_by_label("Crash").select_option(crash)
         expect(sim.get_by_label("Crash")).to_have_value(crash)
         sim.get_by_role("button", name="Run", exact=True).click()
+        answered(sim)
         sim.get_by_role("button", name="Show all").click()
         return sim.locator(".sim-result")
 
@@ -351,6 +358,27 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
     assert watched.problems == []
 
 
+def test_actions_made_while_python_answers_are_not_lost(watched, site_url):
+    """A reader who picks a protection and a crash and presses Run, faster
+    than Python answers: each call waits for the one before, and the run is
+    the one chosen, not dropped nor run with the old choice."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    controls = [sim.get_by_label("Protection").element_handle(),
+                sim.get_by_label("Crash").element_handle(),
+                sim.get_by_role("button", name="Run", exact=True).element_handle()]
+    watched.evaluate("""([protection, crash, run]) => {
+        protection.value = "none";
+        protection.dispatchEvent(new Event("change"));
+        crash.value = "after-effect";
+        crash.dispatchEvent(new Event("change"));
+        run.click();
+    }""", controls)
+    answered(sim)
+    sim.get_by_role("button", name="Show all").click()
+    expect(sim.locator(".sim-result")).to_have_text("Outcome: ⚠ duplicate (2 effects)")
+    assert watched.problems == []
+
+
 def test_the_payment_simulator_tasks_and_the_o7_story(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
 
@@ -358,6 +386,7 @@ def test_the_payment_simulator_tasks_and_the_o7_story(watched, site_url):
         sim.get_by_label("Keys", exact=True).select_option(keys)
         sim.get_by_label("Attempts", exact=True).fill(attempts)
         sim.get_by_role("button", name="Run all charges").click()
+        answered(sim)
         expect(sim.locator(".sim-result")).to_contain_text("she has paid")
 
     run_all("fresh")                                    # seed 1 loses replies

@@ -23,10 +23,21 @@ export function taskList(tasks) {
 }
 
 // Play and Pause on one button: calls step() every interval() milliseconds
-// until finished() says so or the reader presses it again.
+// until finished() says so or the reader presses it again. A tick that comes
+// while the last step is still being answered is skipped, so that steps
+// never pile up behind a slow Python.
 export function player(button, interval, step, finished = () => false) {
   const label = button.textContent;
   let timer = null;
+  let stepping = null;
+
+  function tick() {
+    if (finished()) {
+      stop();
+    } else if (!stepping) {
+      stepping = Promise.resolve(step()).finally(() => { stepping = null; });
+    }
+  }
 
   function stop() {
     clearInterval(timer);
@@ -36,7 +47,7 @@ export function player(button, interval, step, finished = () => false) {
   }
 
   function start() {
-    timer = setInterval(() => (finished() ? stop() : step()), interval());
+    timer = setInterval(tick, interval());
     button.textContent = "Pause";
     button.setAttribute("aria-pressed", "true");
   }

@@ -26,8 +26,12 @@ function mount(element, number) {
   const start = el("button", { type: "button", class: "sim-start" }, `Start the simulation`);
   element.append(el("div", { class: "sim-bar" }, start, status), body, announcer);
   element.dataset.state = "idle";
-  let busy = false;
   let view = null;
+  // Calls go to Python one at a time, in the order they were made: a click
+  // made while another call is in flight waits its turn instead of being lost.
+  // data-busy says whether any is still waiting or in flight.
+  let queue = Promise.resolve();
+  let waiting = 0;
 
   function setState(state, message) {
     element.dataset.state = state;
@@ -45,11 +49,20 @@ function mount(element, number) {
     return ask(other, `${instance}-${other}`, method, args, draw);
   }
 
-  async function ask(sim, id, method, args, draw) {
-    if (busy) {
-      return null;
-    }
-    busy = true;
+  function ask(sim, id, method, args, draw) {
+    waiting += 1;
+    element.dataset.busy = "true";
+    const turn = queue.then(() => send(sim, id, method, args, draw)).finally(() => {
+      waiting -= 1;
+      element.dataset.busy = String(waiting > 0);
+    });
+    queue = turn;
+    return turn;
+  }
+
+  // One call, when its turn comes; null if it did not work (and never throws,
+  // so the calls queued behind it still run).
+  async function send(sim, id, method, args, draw) {
     const slow = setTimeout(() => stuck(), SLOW_CALL_MS);
     try {
       const answer = await call({ sim, instance: id, method, args });
@@ -66,7 +79,6 @@ function mount(element, number) {
       return null;
     } finally {
       clearTimeout(slow);
-      busy = false;
     }
   }
 
