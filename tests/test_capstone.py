@@ -17,23 +17,31 @@ pytestmark = pytest.mark.exercise("capstone/chaos.py")   # graded with the capst
 tinyq = None                     # the module under test, loaded by load_tinyq
 
 
+def learner_module(source_folder, tmp_path, name):
+    """capstone/NAME.py of the folder under test, imported from a copy in
+    tmp_path/learner; the test fails at once if it is missing or will not
+    import."""
+    path = source_folder / "capstone" / f"{name}.py"
+    if not path.is_file():
+        pytest.fail(f"capstone/{name}.py is missing from {source_folder}")
+    problem = console.import_fails(path)
+    if problem:
+        pytest.fail(problem)
+    (tmp_path / "learner").mkdir(exist_ok=True)
+    path = Path(shutil.copy(path, tmp_path / "learner"))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(autouse=True)
 def load_tinyq(source_folder, tmp_path, monkeypatch):
     """Every test sees `tinyq` as the library in the folder under test,
     imported from a copy, with a temporary folder as the current one."""
     global tinyq
-    path = source_folder / "capstone" / "tinyq.py"
-    if not path.is_file():
-        pytest.fail(f"capstone/tinyq.py is missing from {source_folder}")
-    problem = console.import_fails(path)
-    if problem:
-        pytest.fail(problem)
-    (tmp_path / "learner").mkdir()
-    path = Path(shutil.copy(path, tmp_path / "learner"))
     monkeypatch.chdir(tmp_path)
-    spec = importlib.util.spec_from_file_location("tinyq", path)
-    tinyq = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tinyq)
+    tinyq = learner_module(source_folder, tmp_path, "tinyq")
 
 
 class Clock:
@@ -415,6 +423,26 @@ def test_a_late_finish_leaves_the_new_owner_alone(make_queue, clock, outcome):
     assert last_error is None                # no error written over their claim
 
 
+def test_a_token_cannot_stop_an_effect_outside_the_queue(make_queue, clock):
+    """A fence guards only what passes through it: a worker that wakes after
+    losing its lease still sends its email, and learns only at finish() that
+    the job was no longer its own (then moves on)."""
+    mine = make_queue(lease=30)
+    theirs = make_queue(lease=30)
+    job_id = mine.enqueue("email", {})
+    sent, taken = [], []
+
+    @mine.handler("email")
+    def send(job):
+        clock.now += 31                      # a long pause...
+        taken.append(theirs.claim())         # ...in which the job changes hands
+        sent.append(job.token)               # the email goes out all the same
+
+    assert mine.work_one() is True
+    status, _, _, token, _ = row(mine, job_id)
+    assert sent == [1] and (status, token) == ("running", taken[0].token)
+
+
 def test_an_error_inside_complete_rolls_back_and_counts_as_a_failure(queue):
     make_points(queue)
     job_id = queue.enqueue("points", {"customer": "ann"})
@@ -501,14 +529,7 @@ class NoLuck(random.Random):
 
 @pytest.fixture
 def world(source_folder, tmp_path):
-    path = source_folder / "capstone" / "world.py"
-    problem = console.import_fails(path)
-    if problem:
-        pytest.fail(problem)
-    path = Path(shutil.copy(path, tmp_path / "learner"))
-    spec = importlib.util.spec_from_file_location("world", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = learner_module(source_folder, tmp_path, "world")
     world = module.World(tmp_path / "world.db", rng=NoLuck())
     yield module, world
     world.close()

@@ -167,6 +167,16 @@ def test_a_run_at_high_chaos_ends_by_itself_and_parks_its_dead_jobs(folder):
 
 
 @capstone
+def test_when_every_job_kills_its_worker_each_is_claimed_max_attempts_times(folder):
+    """Break It, with all 20 customers: at --chaos 1 every claim kills its
+    worker, so the crashes are exactly 60 jobs times 25 attempts, and every
+    job ends dead and parked."""
+    status, output = run_chaos(folder, "--seed 1 --chaos 1")
+    assert status == 0 and "worker crashes: 1500" in output, output
+    assert dead_jobs(output) == 60 and len(parked(output)) == 60, output
+
+
+@capstone
 def test_the_same_seed_replays_the_same_run(folder):
     """--seed replays a run: the same crashes, retries and absorbed duplicates,
     whichever worker took which job, and however many workers there were."""
