@@ -5,7 +5,8 @@
 - page weight: the bytes a reader downloads to see the first chapter
   (HTML, CSS, fonts, scripts, icon; the goal is at most 150 KB);
 - Chapter 4's race without its deliberate gap: how many of 2,000 jobs four
-  naive ex05 workers send more than once (the chapter quotes this);
+  naive ex05 workers send more than once (Study Drill 2 of Exercise 5 has the
+  reader count their own);
 - queues (tools/bench_queues.py, whose docstring says how): jobs/s draining
   10,000 no-op jobs with 1 and 4 worker processes, for tinyq, huey and
   litequeue (the goal is tinyq at least 3 times huey); tinyq's rate with
