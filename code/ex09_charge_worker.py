@@ -1,21 +1,26 @@
 # Exercise 9: Limits: Bounding the Work.
 # A payment worker that stays up and keeps the money right under pressure:
 # each tenant gets a fixed number of running and waiting slots, every
-# operation has a deadline, retries spend from each worker's budget, clients
-# ask for status and may cancel what has not started, and an operation is
-# charged at most once, across crashes, redeliveries, changed inputs and a
-# provider that forgets its keys after 24 hours.
+# operation has a deadline, retries spend from each worker's budget, all
+# workers together spend from one budget of money an hour, clients ask for
+# status and may cancel what has not started, and an operation is charged at
+# most once, across crashes, redeliveries, changed inputs and a provider that
+# forgets its keys after 24 hours.
 #
 # Run it:   python3 ex09_charge_worker.py o7          (the O7 timeline)
 #           python3 ex09_charge_worker.py admission   (tenant North's limits)
 #           python3 ex09_charge_worker.py cancel      (status and cancel, in every state)
 #           python3 ex09_charge_worker.py deadline    (a provider that stalls)
 #           python3 ex09_charge_worker.py budget      (an outage, with and without a budget)
+#           python3 ex09_charge_worker.py spend       (the service's budget of money an hour)
+#           python3 ex09_charge_worker.py crash after-commit
+#                     (W1 dies at one point: before-call, after-commit or after-record)
 
 import argparse
 import collections
 import hashlib
 import json
+import os
 import random
 import sqlite3
 import time
@@ -30,6 +35,7 @@ LEASE_SECONDS = 60               # a running slot is held this long, unless give
 MAX_STARTS = 3                   # an operation whose worker died this often is dead
 RETRY_RATIO = 0.1                # retries may be at most 10% of requests...
 BUDGET_WINDOW_SECONDS = 60       # ...over the last minute
+MAX_CENTS_PER_HOUR = 50000       # the whole service may charge $500.00 an hour
 
 
 class Conflict(Exception):
@@ -42,6 +48,10 @@ class Retryable(Exception):
 
 class Refused(Exception):
     """Admission control said no. The caller gets an answer, not a wait."""
+
+
+class OverBudget(Exception):
+    """The service's spend budget for this hour is taken. Nothing was sent."""
 
 
 SCHEMA = """
@@ -60,6 +70,10 @@ CREATE TABLE IF NOT EXISTS work (
             CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled')),
     starts  INTEGER NOT NULL DEFAULT 0, -- how often it was started: also a fencing token
     locked_until  REAL                  -- while running: when its lease runs out
+);
+CREATE TABLE IF NOT EXISTS spend (
+    hour   INTEGER PRIMARY KEY,         -- hours since the clock's zero
+    cents  INTEGER NOT NULL             -- taken from the budget in that hour
 );
 """
 
@@ -138,11 +152,14 @@ def deliver(db, provider, message, dead_letters,
 
 
 class RetryBudget:
-    """One worker's budget (the SRE book's per-client budget): retries may be
-    at most RETRY_RATIO of the requests it saw over the last
-    BUDGET_WINDOW_SECONDS. It lives in this process's memory, so it counts
-    only this worker's calls, and starts from nothing when the worker does.
-    In an outage, the worker sends a tenth more calls, not five times as many."""
+    """One worker's budget: retries may be at most RETRY_RATIO of the
+    requests it saw over the last BUDGET_WINDOW_SECONDS. Each worker is a
+    client of the provider, and this is the SRE book's budget, kept by each
+    client on its own. It lives in this process's memory: nothing shared to
+    keep, but it counts only this worker's calls, and starts from nothing
+    when the worker does. A budget for the whole service would need counts
+    that every worker shares, in the database, as spend() keeps them. In an
+    outage, the worker sends a tenth more calls, not five times as many."""
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
@@ -159,6 +176,26 @@ class RetryBudget:
             return False
         self.events.append((self.clock(), "retry"))
         return True
+
+
+# ---- the spend budget: one for the whole service, shared by every worker
+
+def spend(db, cents, clock=time.time):
+    """Take `cents` from this hour's budget, or raise OverBudget. The count
+    lives in the database every worker uses, so all of them spend from one
+    budget; and the check and the take are one UPDATE, so two workers cannot
+    both take the last of it. Returns what is taken this hour, now."""
+    hour = int(clock() // 3600)
+    db.execute("INSERT INTO spend (hour, cents) VALUES (?, 0) ON CONFLICT (hour) DO NOTHING",
+               (hour,))
+    taken = db.execute("UPDATE spend SET cents = cents + ? WHERE hour = ? AND cents + ? <= ?"
+                       " RETURNING cents", (cents, hour, cents, MAX_CENTS_PER_HOUR)).fetchone()
+    if taken is None:
+        (used,) = db.execute("SELECT cents FROM spend WHERE hour = ?", (hour,)).fetchone()
+        raise OverBudget(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, and"
+                         f" {dollars(MAX_CENTS_PER_HOUR - used)} of it is left this hour."
+                         " Nothing was sent")
+    return taken[0]
 
 
 # ---- admission: a bounded queue per tenant
@@ -266,9 +303,19 @@ def work_one(db, provider, tenant, dead_letters, clock=time.time, **retries):
     """Start the tenant's next operation and see it through. Returns its id,
     or None if there was nothing to start. The slot is given back on every
     way out: charged, parked, or an exception nobody expected (the operation
-    is then dead, for a person, and the exception goes on up). A worker that
+    is then dead, for a person, and the exception goes on up). Over the spend
+    budget, the start is undone with the spend: the operation waits as if no
+    worker had looked, and OverBudget goes up with the reason. A worker that
     dies here gives nothing back: its lease runs out instead."""
-    message = start_next(db, tenant, clock)
+    db.execute("BEGIN IMMEDIATE")              # the start and the spend: both or neither
+    try:
+        message = start_next(db, tenant, clock)
+        if message is not None:
+            spend(db, message["inputs"]["amount_cents"], clock)   # check first
+    except BaseException:
+        db.execute("ROLLBACK")                 # over budget: not started, nothing taken
+        raise
+    db.execute("COMMIT")
     if message is None:
         return None
     charge = None
@@ -331,6 +378,27 @@ class CrashAfterCall:
     def charge(self, **request):
         self.provider.charge(**request)
         raise WorkerCrashed()
+
+
+class CrashBeforeCall:
+    """The provider, seen by a worker that dies just before it sends the call."""
+
+    def charge(self, **request):
+        raise WorkerCrashed()
+
+
+class CrashAfterRecord:
+    """The database, seen by a worker that dies as soon as it has recorded the
+    charge: before it can acknowledge the message."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def execute(self, sql, params=()):
+        cursor = self.db.execute(sql, params)
+        if sql.startswith("UPDATE operations"):
+            raise WorkerCrashed()
+        return cursor
 
 
 class Stalled:
@@ -432,6 +500,40 @@ def replay_o7():
     print(f"{'':13}the provider made {len(provider.charges)} charges for 2 operations")
 
 
+CRASH_POINTS = {"before-call": "before the call",
+                "after-commit": "after the provider's commit",
+                "after-record": "after it recorded the charge, before it acknowledged"}
+
+
+def replay_crash(point):
+    """W1 dies at one of the three points; W2 gets the operation again."""
+    clock = Clock()
+    db, provider = open_db(":memory:"), Provider(clock)
+    o7 = {"id": operation_id("North", "O7"),
+          "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
+    w1_db, w1_provider = db, provider
+    if point == "before-call":
+        w1_provider = CrashBeforeCall()
+    elif point == "after-commit":
+        w1_provider = CrashAfterCall(provider)
+    else:
+        w1_db = CrashAfterRecord(db)
+    print(f"W1 takes {o7['id']} ({dollars(o7['inputs']['amount_cents'])}), stores it as"
+          " started, and goes to call the provider")
+    try:
+        process(w1_db, w1_provider, o7["id"], o7["inputs"], clock)
+    except WorkerCrashed:
+        state, charge = db.execute("SELECT state, charge_id FROM operations WHERE id = ?",
+                                   (o7["id"],)).fetchone()
+        print(f"W1 crashes {CRASH_POINTS[point]}; our record: {state}, charge {charge or 'none'}")
+    print(f"the queue delivers {o7['id']} again; W2 takes it")
+    charge = deliver(db, provider, o7, [], clock=clock)
+    print(f"W2 acknowledges {o7['id']} with charge {charge}")
+    calls = f"{provider.calls} call{'s' * (provider.calls > 1)}"
+    print(f"the provider saw {calls} and made {len(provider.charges)} charge"
+          f"{'s' * (len(provider.charges) > 1)}")
+
+
 def show_admission():
     clock = Clock()
     db = open_db(":memory:")
@@ -516,12 +618,50 @@ def show_budget():
               f" {outage.calls - 100} of them retries; {len(dead)} dead letters")
 
 
+def show_spend():
+    clock = Clock()
+    provider, dead = Provider(clock), []
+    if os.path.exists("spend.db"):
+        os.remove("spend.db")                           # each run starts afresh
+    workers = {"W1": open_db("spend.db"), "W2": open_db("spend.db")}   # two connections
+    print(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, across all tenants;"
+          " W1 and W2 count it in spend.db")
+    for number, tenant in ((1, "North"), (2, "South"), (3, "North")):
+        admit(workers["W1"], tenant, f"B{number}",
+              {"tenant": tenant, "invoice": number, "amount_cents": 20000})
+    for hours, minutes, worker, tenant in ((12, 0, "W1", "North"), (12, 10, "W2", "South"),
+                                           (12, 20, "W1", "North"), (13, 0, "W2", "North")):
+        clock.set(1, hours, minutes)
+        db = workers[worker]
+        op_id, inputs = db.execute("SELECT id, inputs FROM work WHERE tenant = ?"
+                                   " AND state = 'waiting' ORDER BY rowid LIMIT 1",
+                                   (tenant,)).fetchone()
+        print(f"{clock.stamp()}  {worker} runs {op_id}"
+              f" ({dollars(json.loads(inputs)['amount_cents'])})")
+        try:
+            work_one(db, provider, tenant, dead, clock=clock)
+        except OverBudget as refusal:
+            print(f"{'':13}refused: {refusal}")
+            state, charge = status(db, tenant, op_id.partition("/")[2])
+            print(f"{'':13}status of {op_id}: {state}, charge {charge};"
+                  f" dead letters: {len(dead)}")
+
+
 def main():
     commands = {"o7": replay_o7, "admission": show_admission, "cancel": show_cancel,
-                "deadline": show_deadline, "budget": show_budget}
+                "deadline": show_deadline, "budget": show_budget, "spend": show_spend,
+                "crash": replay_crash}
     parser = argparse.ArgumentParser(description="Replays of Chapter 10's worked cases.")
     parser.add_argument("command", choices=commands)
-    commands[parser.parse_args().command]()
+    parser.add_argument("point", nargs="?", choices=CRASH_POINTS,
+                        help="for crash: where W1 dies")
+    args = parser.parse_args()
+    if args.command != "crash":
+        commands[args.command]()
+    elif args.point:
+        replay_crash(args.point)
+    else:
+        parser.error("crash needs a point: " + ", ".join(CRASH_POINTS))
 
 
 if __name__ == "__main__":

@@ -329,6 +329,7 @@ def test_the_race_stepper_plays_a_seeded_order_again_the_same_way(watched, site_
 
 
 CHAPTER_8 = "idempotency-making-repeats-harmless.html"
+CHAPTER_10 = "limits-bounding-the-work.html"
 
 
 def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
@@ -379,7 +380,7 @@ def test_actions_made_while_python_answers_are_not_lost(watched, site_url):
     assert watched.problems == []
 
 
-def test_the_payment_simulator_tasks_and_the_o7_story(watched, site_url):
+def test_the_payment_simulator_tasks(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
 
     def run_all(keys, attempts="5"):
@@ -399,7 +400,12 @@ def test_the_payment_simulator_tasks_and_the_o7_story(watched, site_url):
     run_all("stable", attempts="1")
     expect(sim.locator("tr.dead").first).to_contain_text("dead")
     expect(task_done(sim, "dead")).to_have_class("done")
+    expect(sim.get_by_role("button", name="Next step of O7")).to_have_count(0)   # Chapter 10's
+    assert watched.problems == []
 
+
+def test_the_o7_story_in_chapter_10(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_10, "o7")
     next_step = sim.get_by_role("button", name="Next step of O7")
     while next_step.is_enabled():
         next_step.click()

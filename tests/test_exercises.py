@@ -13,6 +13,7 @@ import random
 import re
 import sqlite3
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -1364,3 +1365,122 @@ def test_ex09_without_a_deadline_a_stalled_call_holds_the_slot(folder):
     assert status == 0, output
     assert "W1 gives its slot back after 600 s; dead letters: 0" in output, output
     assert "status of O9: done, charge C1" in output and "no answer" not in output
+
+
+class Lockstep:
+    """A worker's connection that waits for the other worker's before each
+    statement, so two workers run their statements side by side: both
+    first statements, then both second ones. A check made in one statement
+    and a take in the next are then both made before either take."""
+
+    def __init__(self, db, barrier):
+        self.db, self.barrier = db, barrier
+
+    def execute(self, sql, params=()):
+        try:
+            self.barrier.wait(timeout=2)
+        except threading.BrokenBarrierError:             # the other has no statement left
+            pass
+        return self.db.execute(sql, params)
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_two_workers_cannot_both_spend_the_last_of_the_budget(ex09, tmp_path):
+    """The spend budget is the service's: every worker counts into the one
+    database they share. Two workers, each on its own connection and in
+    step, both want the last $50.00 of the hour: one gets it, the other is
+    refused, and nothing more fits after."""
+    clock, path = FrozenClock(now=12 * 3600), tmp_path / "shared.db"
+    first = ex09.open_db(path)
+    ex09.spend(first, ex09.MAX_CENTS_PER_HOUR - 5000, clock)
+    barrier, outcomes = threading.Barrier(2), []
+
+    def worker():
+        db = Lockstep(ex09.open_db(path), barrier)
+        try:
+            ex09.spend(db, 5000, clock)
+            outcomes.append("spent")
+        except ex09.OverBudget:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["refused", "spent"]
+    with pytest.raises(ex09.OverBudget):
+        ex09.spend(first, 1, clock)
+    clock.now += 3600                                    # a new hour, a new budget
+    ex09.spend(first, ex09.MAX_CENTS_PER_HOUR, clock)
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing(ex09):
+    """Once the hour's budget is taken, by any tenant, a worker is refused
+    with the reason; the provider hears nothing, nothing is parked, the
+    operation waits with no charge, and runs in the next hour."""
+    clock = FrozenClock(now=12 * 3600)
+    db, provider, dead = ex09.open_db(":memory:"), ex09.Provider(clock), []
+    half = ex09.MAX_CENTS_PER_HOUR // 2
+    for tenant, client_id in (("North", "B1"), ("South", "B2"), ("North", "B3")):
+        ex09.admit(db, tenant, client_id, dict(O7, tenant=tenant, invoice=client_id,
+                                               amount_cents=half))
+    assert ex09.work_one(db, provider, "North", dead, clock=clock) == "North/B1"
+    assert ex09.work_one(db, provider, "South", dead, clock=clock) == "South/B2"
+    with pytest.raises(ex09.OverBudget, match=r"(?i)an hour.*nothing was sent"):
+        ex09.work_one(db, provider, "North", dead, clock=clock)
+    assert (provider.calls, dead) == (2, [])
+    assert ex09.status(db, "North", "B3") == ("waiting", "none")
+    clock.now += 3600
+    assert ex09.work_one(db, provider, "North", dead, clock=clock) == "North/B3"
+    assert ex09.status(db, "North", "B3") == ("done", "C3")
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_a_refusal_by_the_spend_budget_is_not_a_start(ex09):
+    """Refused by the budget again and again, an operation was never started:
+    no slot, no lease, and no start counted toward MAX_STARTS. So when it
+    does start, next hour, and its worker dies once, it is started again,
+    not buried as a poison message."""
+    clock = FrozenClock(now=12 * 3600)
+    db, provider, dead = ex09.open_db(":memory:"), ex09.Provider(clock), []
+    ex09.spend(db, ex09.MAX_CENTS_PER_HOUR, clock)           # the hour is spent
+    ex09.admit(db, "North", "B1", dict(O7, amount_cents=100))
+    for _ in range(ex09.MAX_STARTS + 1):
+        with pytest.raises(ex09.OverBudget):
+            ex09.work_one(db, provider, "North", dead, clock=clock)
+        assert ex09.status(db, "North", "B1") == ("waiting", "none")
+    clock.now += 3600
+    assert ex09.start_next(db, "North", clock)["id"] == "North/B1"   # ...and its worker dies
+    clock.now += ex09.LEASE_SECONDS + 1
+    again = ex09.start_next(db, "North", clock)
+    assert again is not None and again["id"] == "North/B1", ex09.status(db, "North", "B1")
+    assert provider.calls == 0 and dead == []
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_the_spend_budget_is_shared_by_every_tenant(folder):
+    """Study Drill 6: with a budget of $200.00, North's first charge takes the
+    whole hour, and South's waits for the next, as North's second does."""
+    set_constant(folder, "MAX_CENTS_PER_HOUR", 20000)
+    status, output = console.run("python3 ex09_charge_worker.py spend", folder)
+    assert status == 0, output
+    assert "provider: new charge C1, key North/B1" in output, output
+    assert re.search(r"W2 runs South/B2 \(\$200\.00\)\n +refused: ", output), output
+    assert "key South/B2" not in output, output
+
+
+@exercise("ex09_charge_worker.py")
+@pytest.mark.parametrize("point, calls", [("before-call", 1), ("after-commit", 2),
+                                          ("after-record", 1)])
+def test_ex09_the_crash_command_ends_in_one_charge_at_every_point(folder, point, calls):
+    """Study Drills 7 to 9: W1 dies at each of the three points, W2 gets
+    the operation again, and the provider made exactly one charge."""
+    status, output = console.run(f"python3 ex09_charge_worker.py crash {point}", folder)
+    assert status == 0, output
+    lines = output.splitlines()
+    assert lines[-1] == f"the provider saw {calls} call{'s' * (calls > 1)} and made 1 charge", \
+        output
+    assert sum("provider: new charge" in line for line in lines) == 1, output
+    assert any(line.startswith("W1 crashes") for line in lines), output

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DIV_CLASSES = {"check", "answer", "sim"}
-SIM_NAMES = {"killable-queue", "race", "crash-timing", "payment"}
+SIM_NAMES = {"killable-queue", "race", "crash-timing", "payment", "o7"}
 INCLUDE_ATTRS = {"include", "pyobject", "lines"}
 
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")

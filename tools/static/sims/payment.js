@@ -1,7 +1,7 @@
-// The payment simulator (Chapters 6 to 8 and 10): a worker charges Alice
-// through a flaky bank, with the retry policy and the key mode the reader
-// sets; expected and actual balance side by side; and the O7 story, one
-// step at a time, run by Exercise 9's own code.
+// The payment simulator (Chapters 6 to 8): a worker charges Alice through
+// a flaky bank, with the retry policy and the key mode the reader sets;
+// expected and actual balance side by side. (Chapter 10's O7 story is
+// o7.js.)
 
 import { el, player, scrolling, taskList } from "./dom.js";
 
@@ -11,7 +11,7 @@ function dollars(cents) {
   return `$${(cents / 100).toFixed(2)}`;
 }
 
-export function payment(body, { act, actOn, announce }) {
+export function payment(body, { act, announce }) {
   let finished = false;
   const inputs = {
     lost_request: el("input", { type: "range", min: "0", max: "0.5", step: "0.05", value: "0.3",
@@ -42,11 +42,6 @@ export function payment(body, { act, actOn, announce }) {
   const timeline = el("ol", { class: "sim-events" });
   const jobs = el("tbody");
   const tasks = el("div");
-  const story = el("ol", { class: "sim-events" });
-  const storyTasks = el("div");
-  const blind = el("input", { type: "checkbox", id: "pay-blind" });
-  const storyNext = el("button", { type: "button", onclick: () => actOn("o7", "next", [], drawStory) },
-    "Next step of O7");
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => act("step"),
     () => finished);
@@ -82,14 +77,7 @@ export function payment(body, { act, actOn, announce }) {
           el("th", {}, "The bank charged"), el("th", {}, "The worker knows"))), jobs))),
       el("section", { class: "wide" },
         el("h3", {}, "Attempts and waits"), timeline)),
-    el("section", {}, el("h3", {}, "Try to"), tasks),
-    el("section", { class: "sim-story" },
-      el("h3", {}, "The O7 story (Chapter 10), one step at a time"),
-      el("div", { class: "sim-controls" }, storyNext,
-        el("button", { type: "button", onclick: () => actOn("o7", "reset", [blind.checked],
-          drawStory) }, "Start O7 over"),
-        labelled("pay-blind", "Trust keys past their 24 h ", blind)),
-      story, storyTasks));
+    el("section", {}, el("h3", {}, "Try to"), tasks));
 
   function settings() {
     return {
@@ -141,21 +129,5 @@ export function payment(body, { act, actOn, announce }) {
     }
   }
 
-  function drawStory(state) {
-    story.replaceChildren(...state.steps.map((step) => el("li", {},
-      `${step.time}, ${step.who}: ${step.text}`,
-      step.provider.length ? el("span", { class: "sim-provider" },
-        ` (${step.provider.join("; ")})`) : null)));
-    storyNext.disabled = state.finished;
-    storyTasks.replaceChildren(taskList(state.tasks));
-    if (state.steps.length) {
-      announce(state.steps[state.steps.length - 1].text);
-    }
-  }
-
-  function started() {
-    return actOn("o7", "new", [{ blind: false }], drawStory);
-  }
-
-  return { draw, started, options: {} };
+  return { draw, options: {} };
 }

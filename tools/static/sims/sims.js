@@ -8,9 +8,10 @@ import { killableQueue } from "./killable-queue.js";
 import { race } from "./race.js";
 import { crashTiming } from "./crash-timing.js";
 import { payment } from "./payment.js";
+import { o7 } from "./o7.js";
 import { el } from "./dom.js";
 
-const SIMS = { "killable-queue": killableQueue, race, "crash-timing": crashTiming, payment };
+const SIMS = { "killable-queue": killableQueue, race, "crash-timing": crashTiming, payment, o7 };
 const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
 
 function mount(element, number) {
@@ -41,12 +42,6 @@ function mount(element, number) {
   // One call to this simulation's engine; the view draws the state it returns.
   function act(method, ...args) {
     return ask(name, instance, method, args, (state) => view.draw(state));
-  }
-
-  // A call to a second engine the view drives, such as the payment
-  // simulator's guided O7 story; drawn by the view's own callback.
-  function actOn(other, method, args, draw) {
-    return ask(other, `${instance}-${other}`, method, args, draw);
   }
 
   function ask(sim, id, method, args, draw) {
@@ -102,7 +97,7 @@ function mount(element, number) {
     start.hidden = true;
     setState("loading", "Starting Python in your browser (a few seconds the first time)…");
     body.replaceChildren();
-    view = sim(body, { act, actOn, announce });
+    view = sim(body, { act, announce });
     try {
       const answer = await call({ sim: name, instance, method: "new", args: [view.options || {}] });
       if (!answer.ok) {
@@ -110,9 +105,6 @@ function mount(element, number) {
       }
       body.hidden = false;
       view.draw(answer.state);
-      if (view.started) {
-        await view.started();          // a view's second engine, if it has one
-      }
       setState("ready", "Ready.");
     } catch (error) {
       failed(error);

@@ -1,0 +1,36 @@
+// The O7 story (Chapter 10), one step at a time: a crash after the
+// provider's commit, a redelivery, a changed amount and a late redelivery
+// past the provider's key window, each step run by Exercise 9's own code.
+
+import { el, taskList } from "./dom.js";
+
+export function o7(body, { act, announce }) {
+  const story = el("ol", { class: "sim-events" });
+  const tasks = el("div");
+  const blind = el("input", { type: "checkbox", id: "o7-blind" });
+  const next = el("button", { type: "button", onclick: () => act("next") }, "Next step of O7");
+
+  body.append(
+    el("section", { class: "sim-story" },
+      el("div", { class: "sim-controls" }, next,
+        el("button", { type: "button", onclick: () => act("reset", blind.checked) },
+          "Start O7 over"),
+        el("span", { class: "sim-field" },
+          el("label", { for: "o7-blind" }, "Trust keys past their 24 h "), blind)),
+      story),
+    el("section", {}, el("h3", {}, "Try to"), tasks));
+
+  function draw(state) {
+    story.replaceChildren(...state.steps.map((step) => el("li", {},
+      `${step.time}, ${step.who}: ${step.text}`,
+      step.provider.length ? el("span", { class: "sim-provider" },
+        ` (${step.provider.join("; ")})`) : null)));
+    next.disabled = state.finished;
+    tasks.replaceChildren(taskList(state.tasks));
+    if (state.steps.length) {
+      announce(state.steps[state.steps.length - 1].text);
+    }
+  }
+
+  return { draw, options: {} };
+}
