@@ -3,10 +3,10 @@
 # The producer and the worker are separate programs: run the worker in one
 # terminal and enqueue jobs from another. Emails are lines in outbox.txt.
 #
-# Run it:   python3 ex04_durable_queue.py work        (terminal 1; Ctrl-C stops it)
+# Run it:   python3 ex04_durable_queue.py reset       (an empty queue and outbox)
+#           python3 ex04_durable_queue.py work        (terminal 1; Ctrl-C stops it)
 #           python3 ex04_durable_queue.py enqueue ann@example.com bob@example.com
 #           python3 ex04_durable_queue.py list
-#           python3 ex04_durable_queue.py reset
 
 import json
 import sqlite3

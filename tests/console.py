@@ -7,6 +7,10 @@ at a time, while the harness reads what every command prints and waits, at
 the end of each block and before each ^C, until it has printed what the guide
 shows so far.
 
+At a person's pace (pace=1, or pace=3 for a slow person), the harness also
+pauses before each command and each ^C, as a person at the keyboard would,
+on the session's virtual clock.
+
 Sybil calls `evaluate` for each block (see guide_plugin.py), keeping running
 sessions in the document's namespace; other tests call `check_block`,
 `check_text` or `run` directly. CONTRIBUTING.md describes the rules in prose;
@@ -16,16 +20,19 @@ keep the two in step.
 import atexit
 import difflib
 import doctest
+import fcntl
 import hashlib
 import os
 import re
 import resource
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +54,11 @@ EXIT_GRACE = 3                # real seconds a command that went wrong gets to f
 KNOWN_ATTRIBUTES = {"edit", "session", "terminal", "timewarp", "timings"}
 INTERRUPT = "^C"              # how a terminal shows Ctrl-C
 SESSIONS = "console sessions" # key of the running sessions in a Sybil namespace
+# A person's pauses, in seconds of the programs' clock, before a command or a
+# ^C: typing after reading, and first switching windows when the last thing
+# they typed went to another terminal. Times pace; pace 0 is the machine's.
+PAUSE_SAME_TERMINAL = 0.5
+PAUSE_OTHER_TERMINAL = 1.5
 
 # `$ cd capstone`: the terminal's later commands run in that folder.
 CHANGE_FOLDER = re.compile(r"cd (?P<folder>[\w.-]+)")
@@ -114,6 +126,15 @@ def exercises_in(blocks):
     """The exercises that blocks name, in the course's order: the capstone last."""
     names = {exercise_of(b) for b in blocks if "console" in b.classes} - {None}
     return sorted(names, key=lambda name: (name == CAPSTONE, name))
+
+
+def paced(blocks):
+    """Whether a session's story could change at a person's pace: whether a
+    person types more than once in it (commands and ^Cs), so that a pause
+    falls between two of them."""
+    typed = [line for block in blocks for line in block.source.splitlines()
+             if line.startswith(("$ ", INTERRUPT))]
+    return len(typed) > 1
 
 
 def read_edit(block):
@@ -201,6 +222,22 @@ def new_clock(path):
     """A file for TIMEWARP_CLOCK: the shared skip, a double, starting at 0.0."""
     Path(path).write_bytes(bytes(8))
     return path
+
+
+def pause(clock, seconds, factor):
+    """Let seconds pass on the clock file's virtual clock, as a warped sleep
+    does (tests/timewarp/sitecustomize.py): really sleep seconds/factor, then
+    raise the shared skip so that the virtual clock has advanced by seconds."""
+    fd = os.open(clock, os.O_RDWR)
+    try:
+        def skip():
+            return struct.unpack("d", os.pread(fd, 8, 0))[0]
+        wake_at = time.monotonic() + skip() + seconds
+        time.sleep(seconds / factor)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.pwrite(fd, struct.pack("d", max(skip(), wake_at - time.monotonic())), 0)
+    finally:
+        os.close(fd)                     # and with it the lock
 
 
 def child_environment(bin_folder, timewarp, clock=None):
@@ -428,18 +465,22 @@ def short_diff(expected_lines, actual_lines, limit=30):
 class Session:
     """Blocks run as one scenario: one folder, one clock, its terminals."""
 
-    def __init__(self, blocks, source_folder):
+    def __init__(self, blocks, source_folder, pace=0):
         self.blocks = blocks             # in document order
         self.name = blocks[0].attributes.get("session")
         self.source_folder = Path(source_folder)
+        self.pace = pace                 # 0: the machine's; 1: a quick person's
         self.temp = None                 # made when the first block runs, with:
         self.folder = None               #   the copy of the exercise folder
         self.env = None                  #   the commands' environment
+        self.clock = None                #   its clock file, and the warp's factor
+        self.factor = None
         self.terminals = {}              # terminal -> the command last started there
         self.folders = {}                # terminal -> its folder, after a `cd`
         self.started = []                # every command, to stop them all at the end
         self.blocks_run = 0
         self.failed_at = None            # "guide.md:LINE" of the block that failed
+        self.typed_in = None             # the terminal a person last typed in
 
     def open(self):
         first = self.blocks[0]
@@ -448,13 +489,14 @@ class Session:
             raise TranscriptError(
                 f"{first.where()}: {exercise} is missing from {self.source_folder}")
         timewarp = read_timewarp(first)
+        self.factor = float(timewarp)
         self.temp = Path(tempfile.mkdtemp(prefix="transcript-", dir=SCRATCH))
         self.folder = self.temp / "work"
         copy_sources(self.source_folder, self.folder)
         (self.temp / "bin").mkdir()
         # Outside the work folder, so that `ls` in a transcript does not show them.
-        self.env = child_environment(link_python(self.temp / "bin"), timewarp,
-                                     new_clock(self.temp / "clock"))
+        self.clock = new_clock(self.temp / "clock")
+        self.env = child_environment(link_python(self.temp / "bin"), timewarp, self.clock)
 
     def close(self):
         for command in self.started:
@@ -496,6 +538,7 @@ class Session:
                                           f"command" + self.nothing_running(terminal))
             elif text.startswith(INTERRUPT):
                 self.wait_for_output(running, block.where(offset))
+                self.pause_before_typing(terminal)
                 running.process.interrupt()
                 running.expected.append(text[len(INTERRUPT):])
             else:
@@ -520,6 +563,7 @@ class Session:
         previous = self.terminals.get(command.terminal)
         if previous:                     # a terminal runs one command at a time
             self.wait_for_exit(previous, f"when {command.where} is to start")
+        self.pause_before_typing(command.terminal)
         folder = self.folders.get(command.terminal, self.folder)
         command.process = Process(command.text, folder, self.env)
         change = CHANGE_FOLDER.fullmatch(command.text)
@@ -527,6 +571,13 @@ class Session:
             self.folders[command.terminal] = folder / change["folder"]
         self.terminals[command.terminal] = command
         self.started.append(command)
+
+    def pause_before_typing(self, terminal):
+        """At a person's pace, the pause before a command or ^C (none before the first)."""
+        if self.pace and self.typed_in is not None:
+            seconds = PAUSE_SAME_TERMINAL if terminal == self.typed_in else PAUSE_OTHER_TERMINAL
+            pause(self.clock, seconds * self.pace, self.factor)
+        self.typed_in = terminal
 
     def wait_for_output(self, command, where):
         """Wait until the command has printed what the guide shows for it so far."""
@@ -580,7 +631,8 @@ def printed_something_else(command, want, got):
 def check_in_session(block, namespace):
     """Run a block as the next step of its session; None, or what went wrong.
 
-    namespace holds "source_folder", and the sessions still running.
+    namespace holds "source_folder", the sessions still running, and
+    optionally "pace" (see Session).
     """
     blocks = getattr(block, "session_blocks", None) or [block]
     name = block.attributes.get("session")
@@ -589,7 +641,7 @@ def check_in_session(block, namespace):
     if index == 0:
         if name in sessions:
             sessions.pop(name).close()
-        session = Session(blocks, namespace["source_folder"])
+        session = Session(blocks, namespace["source_folder"], namespace.get("pace", 0))
         if name:
             sessions[name] = session
     else:
@@ -638,12 +690,13 @@ def check_block(block, source_folder):
         close_sessions(namespace)
 
 
-def check_text(text, source_folder, only=None):
+def check_text(text, source_folder, only=None, pace=0):
     """Run the console blocks of a guide's text as pytest does: {fence line: None or message}.
 
     only: the fence lines of the blocks to run (as -k selects them); all by default.
+    pace: 1 to pause before each command and ^C as a person does; 0, not at all.
     """
-    namespace = {"source_folder": Path(source_folder)}
+    namespace = {"source_folder": Path(source_folder), "pace": pace}
     results = {}
     try:
         for region in parse_console_blocks(Document(text, "guide.md")):

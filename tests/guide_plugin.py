@@ -23,7 +23,9 @@ RESULTS = pytest.StashKey[dict]()
 
 
 # What grading a learner's folder runs: the tests that use the files under
-# test. With --work, every other test file is left out of the run.
+# test. With --work, every other test file is left out of the run; so is
+# test_pace.py, which checks that the guide's stories hold at a person's pace
+# (with code/), and is never counted for a learner's exercise.
 GRADED = {"guide.md", "test_exercises.py", "test_capstone.py", "test_chaos.py"}
 
 

@@ -232,6 +232,22 @@ def test_ex04_a_job_interrupted_mid_send_stays_running_forever(terminals, folder
     assert outbox(folder) == [] and statuses(terminals, ex04) == ["running"]
 
 
+@exercise("ex04_durable_queue.py")
+def test_ex04_reset_starts_the_numbers_again(terminals, folder):
+    """After a run, reset empties the queue and the outbox, and the next job is job 1
+    again, so a learner who ran an earlier version sees the guide's job numbers."""
+    ex04 = "ex04_durable_queue.py"
+    terminals.run(f"python3 {ex04} enqueue ann@example.com bob@example.com")
+    worker = terminals.start(f"python3 {ex04} work")
+    terminals.wait_for(worker, "job 2 done")
+    terminals.stop(worker)
+    assert len(outbox(folder)) == 2
+    assert terminals.run(f"python3 {ex04} reset") == "no jobs, empty outbox\n"
+    assert outbox(folder) == [] and statuses(terminals, ex04) == []
+    assert terminals.run(f"python3 {ex04} enqueue cat@example.com") == \
+        "queued job 1: welcome_email to cat@example.com\n"
+
+
 def two_workers_then_three_jobs(terminals, claim):
     ex05 = "ex05_two_workers.py"
     workers = [terminals.start(f"python3 {ex05} work {claim}") for _ in range(2)]

@@ -4,6 +4,7 @@ that it can fail (a harness that always passes would keep no promise)."""
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import textwrap
@@ -546,3 +547,73 @@ def test_a_changed_exercise_fails_with_a_diff(tmp_path):
     assert "    +ann@example.com: account made" in output
     assert "    reread: 1. The Waiter Who Cooks › Exercise 1: A Signup That Makes You Wait" \
         in output
+
+
+# ---------------------------------------------------------------- a person's pace
+
+def test_a_persons_pause_is_quick_but_the_clock_sees_it(tmp_path):
+    clock = console.new_clock(tmp_path / "clock")
+    start = time.monotonic()
+    console.pause(clock, 2, 20)
+    real = time.monotonic() - start
+    skip = struct.unpack("d", clock.read_bytes())[0]
+    assert 0.1 <= real < 0.5, real               # 2 s at 20 times faster, plus a little
+    assert 2 <= real + skip < 2.1, (real, skip)  # the virtual clock moved on 2 s
+
+
+LEASE = """
+import sys, time
+from pathlib import Path
+if sys.argv[1] == "take":
+    Path("lease.txt").write_text(repr(time.time() + float(sys.argv[2])))
+    print(f"took a lease of {sys.argv[2]} s")
+elif sys.argv[1] == "check":
+    held = time.time() < float(Path("lease.txt").read_text())
+    print("lease held" if held else "lease expired")
+else:
+    start = time.time()
+    print("press Ctrl-C")
+    try:
+        while True:
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        print("\\npressed after", "a pause" if time.time() - start >= 0.5 else "no pause")
+"""
+
+
+@pytest.mark.parametrize("lease, check_in, fails", [
+    ("0.3", "1", True),           # a person pauses 0.5 s before typing again
+    ("1", "1", False),
+    ("1", "2", True),             # and 1.5 s before typing in another terminal
+], ids=["same terminal", "same terminal, longer lease", "other terminal"])
+def test_a_persons_pace_can_fail_where_the_machines_passes(demo, lease, check_in, fails):
+    (demo / "lease.py").write_text(LEASE)
+    text, lines = guide_text(
+        ('{.console session="pace"}', f"$ python3 lease.py take {lease}\n"
+                                      f"took a lease of {lease} s\n"),
+        (f'{{.console session="pace" terminal="{check_in}"}}', "$ python3 lease.py check\n"
+                                                               "lease held\n"))
+    assert console.check_text(text, demo) == dict.fromkeys(lines)
+    assert console.check_text(text, demo, pace=1) == {lines[0]: None, lines[1]: (
+        f"guide.md:{lines[1] + 1}: `$ python3 lease.py check` (terminal {check_in}) printed "
+        f"something else:\n--- expected (guide)\n+++ actual\n@@ -1 +1 @@\n"
+        f"-lease held\n+lease expired") if fails else None}
+
+
+def test_a_person_pauses_before_ctrl_c(demo):
+    (demo / "lease.py").write_text(LEASE)
+    body = "$ python3 lease.py wait\npress Ctrl-C\n^C\npressed after no pause\n"
+    text, lines = guide_text(("console", body))
+    assert console.check_text(text, demo) == {lines[0]: None}
+    assert "+pressed after a pause" in console.check_text(text, demo, pace=1)[lines[0]]
+
+
+def test_which_sessions_run_at_a_persons_pace():
+    text, _ = guide_text(("console", "$ true\n"),
+                         ("console", "$ true\n$ true\n"),
+                         ("console", "$ sleep 9\n^C\n"),
+                         ('{.console session="s"}', "$ true\n"),
+                         ('{.console session="s" terminal="2"}', "$ true\n"))
+    firsts = [region.parsed for region in console.parse_console_blocks(Document(text, "guide.md"))
+              if region.parsed is region.parsed.session_blocks[0]]
+    assert [console.paced(first.session_blocks) for first in firsts] == [False, True, True, True]
