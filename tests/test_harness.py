@@ -572,8 +572,8 @@ elif sys.argv[1] == "check":
     print("lease held" if held else "lease expired")
 else:
     start = time.time()
-    print("press Ctrl-C")
-    try:
+    try:                          # a ^C may land while print() is still returning
+        print("press Ctrl-C")
         while True:
             time.sleep(0.1)
     except KeyboardInterrupt:
