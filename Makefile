@@ -42,7 +42,7 @@ grade: $(INSTALLED)
 	$(VENV)/bin/python tools/grade.py "$(CLASS)"
 
 bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) chromium
-	$(VENV)/bin/python tools/bench.py
+	PYTHONPATH=tools $(VENV)/bin/python -m bench
 
 $(INSTALLED): requirements.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and \

@@ -1,4 +1,5 @@
 """tools/build.py: the site it builds, and how it refuses broken input."""
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -6,6 +7,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from build import BuildError, python_for_build
 import markup
 from pages import Page
 
@@ -174,3 +176,66 @@ def test_a_pandoc_warning_points_at_the_guide_line(broken):
     listing = '```{.python include="code/ex01_slow_signup.py"}\n```\n\n'
     stderr = broken(GOOD_START + listing + "## Twice {#same}\n\n## Again {#same}\n")
     assert "\nguide.md:14: Duplicate identifier 'same'\n" in stderr, stderr
+
+
+# ---------------------------------------------------------------- the Python it runs in
+
+def pythons_outside_the_venv():
+    """The Python that made .venv/, and the system's, if it has another."""
+    found = {Path(sys.base_prefix) / "bin" / "python3", Path("/usr/bin/python3")}
+    return sorted(str(path) for path in found if path.is_file())
+
+
+@pytest.mark.parametrize("python", pythons_outside_the_venv())
+def test_python3_tools_build_py_works_as_typed(python, tmp_path):
+    """The README's command, run by a Python without the build's packages,
+    builds the site with .venv's Python."""
+    result = subprocess.run([python, str(ROOT / "tools" / "build.py"), "--no-extras",
+                             "--out", str(tmp_path / "site")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("built ") and not result.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
+
+
+@pytest.fixture
+def venv(tmp_path):
+    """A stand-in for .venv/, set up as `make site` leaves it."""
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "installed").touch()
+    return tmp_path / ".venv"
+
+
+def test_inside_the_venv_the_build_runs_where_it_is(venv):
+    assert python_for_build(prefix=venv, venv=venv, has_needs=False) is None
+
+
+def test_outside_the_venv_the_build_runs_again_in_it(venv, tmp_path):
+    """Even where the running Python has the packages: .venv's are the pinned ones."""
+    for has_needs in (False, True):
+        assert python_for_build(prefix=tmp_path / "elsewhere", venv=venv,
+                                      has_needs=has_needs) == venv / "bin" / "python"
+
+
+def test_without_a_venv_a_python_with_the_packages_builds(tmp_path):
+    assert python_for_build(prefix=tmp_path / "elsewhere", venv=tmp_path / ".venv",
+                                  has_needs=True) is None
+
+
+def test_a_venv_that_make_site_did_not_finish_is_not_used(venv, tmp_path):
+    (venv / "installed").unlink()
+    with pytest.raises(BuildError, match=r"not set up: run `make site` once"):
+        python_for_build(prefix=tmp_path / "elsewhere", venv=venv, has_needs=False)
+
+
+def test_without_a_venv_or_the_packages_it_says_what_to_run(tmp_path):
+    """A checkout without .venv/, built by a Python without site-packages (-S):
+    exit status 1, the command to run, and no site."""
+    shutil.copytree(ROOT / "tools", tmp_path / "tools",
+                    ignore=shutil.ignore_patterns("__pycache__", "static", "sims"))
+    (tmp_path / "code").symlink_to(ROOT / "code")
+    shutil.copy(ROOT / "guide.md", tmp_path)
+    result = subprocess.run([sys.executable, "-S", str(tmp_path / "tools" / "build.py")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("build failed: ") and "run `make site` once" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["code", "guide.md", "tools"]

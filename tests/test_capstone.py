@@ -1,7 +1,6 @@
 """The capstone library, capstone/tinyq.py (in code/, or in the learner's
 WORK folder): each test states one promise the library makes, with time
 moved by hand and dice from a fixed seed."""
-import importlib.util
 import random
 import shutil
 import sqlite3
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import console
+from helpers import Clock, TopOfRange, import_learner_file, require
 
 pytestmark = pytest.mark.exercise("capstone/chaos.py")   # graded with the capstone
 tinyq = None                     # the module under test, loaded by load_tinyq
@@ -21,18 +20,9 @@ def learner_module(source_folder, tmp_path, name):
     """capstone/NAME.py of the folder under test, imported from a copy in
     tmp_path/learner; the test fails at once if it is missing or will not
     import."""
-    path = source_folder / "capstone" / f"{name}.py"
-    if not path.is_file():
-        pytest.fail(f"capstone/{name}.py is missing from {source_folder}")
-    problem = console.import_fails(path)
-    if problem:
-        pytest.fail(problem)
+    path = require(source_folder, f"capstone/{name}.py")
     (tmp_path / "learner").mkdir(exist_ok=True)
-    path = Path(shutil.copy(path, tmp_path / "learner"))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_learner_file(Path(shutil.copy(path, tmp_path / "learner")), name)
 
 
 @pytest.fixture(autouse=True)
@@ -42,23 +32,6 @@ def load_tinyq(source_folder, tmp_path, monkeypatch):
     global tinyq
     monkeypatch.chdir(tmp_path)
     tinyq = learner_module(source_folder, tmp_path, "tinyq")
-
-
-class Clock:
-    """A clock that only moves when the test says so."""
-
-    def __init__(self, now=1000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-
-class TopOfRange(random.Random):
-    """Dice that always roll the longest wait, so the ceiling shows."""
-
-    def uniform(self, low, high):
-        return high
 
 
 @pytest.fixture

@@ -12,13 +12,12 @@ import re
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 import console
+from helpers import fresh_copy, require
 
 capstone = pytest.mark.exercise("capstone/chaos.py")
 SEEDS = range(1, 21)
@@ -36,23 +35,19 @@ POINTS_IN_THE_TRANSACTION = """\
 @pytest.fixture
 def folder(source_folder):
     """A copy of the source folder to edit; each run copies it again."""
-    if not (source_folder / "capstone" / "chaos.py").is_file():
-        pytest.fail(f"capstone/chaos.py is missing from {source_folder}")
-    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
-        console.copy_sources(source_folder, Path(scratch) / "work")
-        yield Path(scratch) / "work"
+    require(source_folder, "capstone/chaos.py")
+    with fresh_copy(source_folder) as copy:
+        yield copy
 
 
 def run_chaos(folder, options, env="", timewarp=TIMEWARP, claims_capped=True):
     """(exit status, output) of one chaos.py run in a copy of folder. Unless
     told otherwise, it also proves that no job was claimed more than
     MAX_ATTEMPTS times."""
-    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
-        copy = Path(scratch) / "work"
-        console.copy_sources(folder, copy)
+    with fresh_copy(folder) as copy:
         status, output = console.run(f"{env} python3 chaos.py {options}", copy / "capstone",
                                      timewarp=timewarp,
-                                     clock=console.new_clock(Path(scratch) / "clock"))
+                                     clock=console.new_clock(copy.parent / "clock"))
         if claims_capped:
             claims_within_the_limit(copy / "capstone", output)
         return status, output
@@ -89,8 +84,7 @@ def problems(output):
 def keyed_and_keyless(source_folder):
     """For each seed, chaos.py's runs at the default chance with keys, and
     with TINYQ_NO_KEYS=1: {seed: (status, output)} twice."""
-    if not (source_folder / "capstone" / "chaos.py").is_file():
-        pytest.fail(f"capstone/chaos.py is missing from {source_folder}")
+    require(source_folder, "capstone/chaos.py")
     return chaos_by_seed(source_folder), chaos_by_seed(source_folder, env="TINYQ_NO_KEYS=1")
 
 
@@ -339,10 +333,10 @@ def test_a_stuck_run_ends_with_exit_status_2(folder):
 
 # A worker for the queue check: it writes down every job it runs, in a log
 # opened for appending (one short write per line, so lines never mix), then
-# acknowledges. A SIGKILL can land anywhere, between the two included.
+# acknowledges. A SIGKILL can land anywhere, between the two included. It and
+# FILL run in the copy's capstone/, beside tinyq.py, as chaos.py does.
 CHECKED_WORKER = """
-import os, sys, time
-sys.path.insert(0, "capstone")
+import os, time
 import tinyq
 
 queue = tinyq.Queue("queue.db", lease=0.2, max_attempts=1000)
@@ -362,8 +356,6 @@ while True:
 """
 
 FILL = """
-import sys
-sys.path.insert(0, "capstone")
 import tinyq
 
 queue = tinyq.Queue("queue.db", lease=0.2, max_attempts=1000)
@@ -408,18 +400,18 @@ def test_killed_workers_lose_no_job(folder, capsys):
     least once (none lost), nothing runs that was not enqueued, and every job
     ends done. Jobs run twice (a kill between the work and the ack) are
     counted and reported: at-least-once delivery allows them."""
-    jobs = 10_000
-    (folder / "fill.py").write_text(FILL.format(jobs=jobs))
-    (folder / "worker.py").write_text(CHECKED_WORKER)
-    subprocess.run([sys.executable, "fill.py"], cwd=folder, check=True)
-    kills = kill_workers_until_drained(folder, 4, random.Random(1))
+    jobs, capstone_folder = 10_000, folder / "capstone"
+    (capstone_folder / "fill.py").write_text(FILL.format(jobs=jobs))
+    (capstone_folder / "worker.py").write_text(CHECKED_WORKER)
+    subprocess.run([sys.executable, "fill.py"], cwd=capstone_folder, check=True)
+    kills = kill_workers_until_drained(capstone_folder, 4, random.Random(1))
 
     runs = collections.Counter(int(line) for line in
-                               (folder / "deliveries.log").read_text().splitlines())
+                               (capstone_folder / "deliveries.log").read_text().splitlines())
     lost = set(range(jobs)) - set(runs)
     unexpected = set(runs) - set(range(jobs))
     duplicates = sum(count - 1 for count in runs.values())
-    db = sqlite3.connect(folder / "queue.db")
+    db = sqlite3.connect(capstone_folder / "queue.db")
     statuses = dict(db.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
     db.close()
     with capsys.disabled():

@@ -7,20 +7,18 @@ folder (code/, or the learner's WORK) in a fresh copy, with the time warp.
 import ast
 import collections
 import contextlib
-import importlib.util
 import io
 import random
 import re
 import sqlite3
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 import console
 import fences
+from helpers import Clock, TopOfRange, fresh_copy, import_learner_file, require
 
 exercise = pytest.mark.exercise
 NEW_USERS = ["ann@example.com", "bob@example.com", "cat@example.com"]
@@ -29,12 +27,9 @@ NEW_USERS = ["ann@example.com", "bob@example.com", "cat@example.com"]
 @pytest.fixture
 def folder(request, source_folder):
     """A fresh copy of the source folder; fails if the test's exercise is missing."""
-    name = request.node.get_closest_marker("exercise").args[0]
-    if not (source_folder / name).is_file():
-        pytest.fail(f"{name} is missing from {source_folder}")
-    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
-        console.copy_sources(source_folder, Path(scratch) / "work")
-        yield Path(scratch) / "work"
+    require(source_folder, request.node.get_closest_marker("exercise").args[0])
+    with fresh_copy(source_folder) as copy:
+        yield copy
 
 
 def run_script(folder, script, **options):
@@ -398,9 +393,7 @@ def runs_by_seed(folder, file, seeds=SEEDS, extra=()):
     """{seed: (what `work` printed, what `report` printed)} for every seed.
 
     extra: more options for `work`, such as ["--bad-key"]."""
-    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
-        copy = Path(scratch) / "work"
-        console.copy_sources(folder, copy)
+    with fresh_copy(folder) as copy:
         status, output = run_script(copy, MANY_SEEDS.format(seeds=list(seeds), file=file,
                                                             extra=list(extra)),
                                     timewarp=1000)
@@ -845,23 +838,9 @@ def test_ex08_many_seeds_balance_and_seed_4_charges_a_dead_job(folder):
 def ex09(folder, monkeypatch):
     """The exercise as a module, so its interface can be driven directly
     (imported from the test's copy, which is also the current folder)."""
-    problem = console.import_fails(folder / "ex09_charge_worker.py")
-    if problem:
-        pytest.fail(problem)
     monkeypatch.chdir(folder)
-    spec = importlib.util.spec_from_file_location("ex09", folder / "ex09_charge_worker.py")
-    module = importlib.util.module_from_spec(spec)
     with contextlib.redirect_stdout(io.StringIO()):      # the provider narrates
-        spec.loader.exec_module(module)
-        yield module
-
-
-class FrozenClock:
-    def __init__(self, now=1000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
+        yield import_learner_file(folder / "ex09_charge_worker.py", "ex09")
 
 
 O7 = {"tenant": "North", "invoice": 7, "amount_cents": 5000}
@@ -897,7 +876,7 @@ class CrashingProvider:
 @pytest.mark.parametrize("moment", ["before the call", "after the provider's commit",
                                     "after local persistence"])
 def test_ex09_a_crash_at_any_point_ends_with_exactly_one_charge(ex09, moment):
-    clock = FrozenClock()
+    clock = Clock()
     db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
     crashing_db, crashing_provider = db, provider
     if moment == "after local persistence":
@@ -917,7 +896,7 @@ def test_ex09_a_crash_at_any_point_ends_with_exactly_one_charge(ex09, moment):
 @exercise("ex09_charge_worker.py")
 def test_ex09_redelivery_after_the_providers_commit_returns_the_same_charge(ex09):
     """The O7 case: the provider sees two calls and makes one charge."""
-    clock = FrozenClock()
+    clock = Clock()
     db, provider = ex09.open_db(":memory:"), ex09.Provider(clock, first_charge=9)
     with pytest.raises(ex09.WorkerCrashed):
         ex09.process(db, ex09.CrashAfterCall(provider), "O7", O7, clock)
@@ -927,7 +906,7 @@ def test_ex09_redelivery_after_the_providers_commit_returns_the_same_charge(ex09
 
 @exercise("ex09_charge_worker.py")
 def test_ex09_changed_inputs_under_one_id_are_a_conflict(ex09):
-    clock = FrozenClock()
+    clock = Clock()
     db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
     ex09.process(db, provider, "O7", O7, clock)
     with pytest.raises(ex09.Conflict):
@@ -948,11 +927,6 @@ class FlakyProvider:
         if self.calls <= self.failures:
             raise self.ex09.Retryable("503 Service Unavailable")
         return f"charge-{idempotency_key}"
-
-
-class TopOfRange(random.Random):
-    def uniform(self, low, high):
-        return high
 
 
 @exercise("ex09_charge_worker.py")
@@ -989,7 +963,7 @@ def test_ex09_persistent_failures_and_conflicts_end_as_dead_letters(ex09):
 def test_ex09_after_the_key_window_the_worker_reconciles(ex09):
     """A redelivery after the provider forgot the key finds the charge instead
     of making a second one; with nothing to find, it charges once."""
-    clock = FrozenClock()
+    clock = Clock()
     db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
     with pytest.raises(ex09.WorkerCrashed):
         ex09.process(db, ex09.CrashAfterCall(provider), "O8", O7, clock)
@@ -1015,7 +989,7 @@ def test_ex09_trusting_keys_forever_charges_twice(folder):
 
 @exercise("ex09_charge_worker.py")
 def test_ex09_admission_limits_each_tenant_on_its_own(ex09):
-    db, clock = ex09.open_db(":memory:"), FrozenClock()
+    db, clock = ex09.open_db(":memory:"), Clock()
     for number in range(5):
         ex09.admit(db, "North", f"N{number}", {})
     with pytest.raises(ex09.Refused, match="tenant North already has 5 operations waiting"):
@@ -1031,7 +1005,7 @@ def test_ex09_admission_limits_each_tenant_on_its_own(ex09):
 
 @exercise("ex09_charge_worker.py")
 def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(ex09):
-    clock = FrozenClock()
+    clock = Clock()
     budget = ex09.RetryBudget(clock)
     allowed = 0
     for _ in range(100):
@@ -1049,7 +1023,7 @@ def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(ex09):
 
 @exercise("ex09_charge_worker.py")
 def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancelled(ex09):
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(FrozenClock())
+    db, provider = ex09.open_db(":memory:"), ex09.Provider(Clock())
     for client_id in ("P1", "P2"):
         ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
     message = ex09.start_next(db, "North")
@@ -1121,7 +1095,7 @@ def test_ex09_admitting_a_known_id_answers_with_its_status(ex09):
 def test_ex09_status_follows_an_operation_until_it_is_charged(ex09):
     """A client polls status: waiting, running, then done with its charge;
     an id nobody submitted has no status."""
-    clock = FrozenClock()
+    clock = Clock()
     db, provider = ex09.open_db(":memory:"), ex09.Provider(clock, first_charge=9)
     assert ex09.status(db, "North", "O7") is None
     ex09.admit(db, "North", "O7", O7)
@@ -1140,7 +1114,7 @@ def test_ex09_status_follows_an_operation_until_it_is_charged(ex09):
 def test_ex09_two_tenants_may_use_one_id_and_never_meet(ex09):
     """North's O7 and South's O7 are two operations, with two provider keys;
     neither tenant sees the other's."""
-    clock = FrozenClock()
+    clock = Clock()
     db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
     south = {"tenant": "South", "invoice": 7, "amount_cents": 100}
     assert ex09.admit(db, "North", "O7", O7) == ("waiting", "none")
@@ -1162,7 +1136,7 @@ def test_ex09_two_tenants_may_use_one_id_and_never_meet(ex09):
 def test_ex09_a_dead_workers_slot_comes_back_after_its_lease(ex09):
     """Two workers die holding North's two running slots: North is blocked
     only until their leases run out; then the oldest is started again."""
-    clock = FrozenClock()
+    clock = Clock()
     db = ex09.open_db(":memory:")
     for number in range(1, 4):
         ex09.admit(db, "North", f"N{number}", {})
@@ -1181,7 +1155,7 @@ def test_ex09_an_operation_that_kills_its_worker_every_time_ends_dead(ex09):
     """A poison message: every worker that starts it dies, so no code of
     theirs marks it dead. It is started MAX_STARTS times, then it is dead,
     for a person, instead of being started again after every lease."""
-    clock = FrozenClock()
+    clock = Clock()
     db = ex09.open_db(":memory:")
     ex09.admit(db, "North", "N1", {})
     starts = 0
@@ -1197,7 +1171,7 @@ def test_ex09_an_operation_that_kills_its_worker_every_time_ends_dead(ex09):
 def test_ex09_a_worker_whose_lease_ran_out_cannot_end_the_operation(ex09):
     """W1 stalls past its lease, and W2 starts the operation again. W1's late
     finish changes nothing: the operation is W2's, and so is its ending."""
-    clock = FrozenClock()
+    clock = Clock()
     db = ex09.open_db(":memory:")
     ex09.admit(db, "North", "N1", {})
     late = ex09.start_next(db, "North", clock)
@@ -1215,7 +1189,7 @@ def test_ex09_cancel_answers_for_dead_cancelled_and_unknown_operations(ex09):
     """cancel() says what is true in every state: a dead operation may have
     been charged if a call was made; a cancelled one is cancelled; an id the
     tenant never used is unknown, whoever else used it."""
-    clock = FrozenClock()
+    clock = Clock()
     db = ex09.open_db(":memory:")
     for client_id in ("P1", "P2", "P3"):
         ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
@@ -1249,7 +1223,7 @@ def test_ex09_a_worker_gives_its_slot_back_on_every_way_out(ex09):
     """work_one() frees its running slot whether the operation is charged,
     refused as a conflict, parked after its tries, or ends in an exception
     nobody expected (which still reaches the caller)."""
-    clock = FrozenClock()
+    clock = Clock()
     db, provider, dead = ex09.open_db(":memory:"), ex09.Provider(clock), []
     with pytest.raises(SystemExit):                      # North/P2 was begun with other inputs
         ex09.process(db, CrashingProvider(provider, before=True), "North/P2",
@@ -1276,7 +1250,7 @@ def test_ex09_a_worker_gives_its_slot_back_on_every_way_out(ex09):
 def test_ex09_the_provider_binds_a_key_to_its_inputs_not_to_a_timeout(ex09):
     """The same key and inputs give the same charge whatever time each call
     had left; the same key with other inputs is refused."""
-    provider = ex09.Provider(FrozenClock())
+    provider = ex09.Provider(Clock())
     first = provider.charge(idempotency_key="North/O7", timeout=30, **O7)
     assert provider.charge(idempotency_key="North/O7", timeout=12.5, **O7) == first
     with pytest.raises(ex09.Conflict):
@@ -1345,7 +1319,7 @@ def test_ex09_a_spent_budget_makes_a_failure_final_at_once(ex09):
     one call, no wait, and the message is parked as a dead letter. A budget
     keeps no count but its own: a new one has seen no requests, and allows
     its first retry only after ten."""
-    clock, db = FrozenClock(), ex09.open_db(":memory:")
+    clock, db = Clock(), ex09.open_db(":memory:")
     budget, dead = ex09.RetryBudget(clock), []
     down = FlakyProvider(ex09, failures=99)
     message = {"id": "North/O7", "inputs": O7}
@@ -1406,7 +1380,7 @@ def test_ex09_two_workers_cannot_both_spend_the_last_of_the_budget(ex09, tmp_pat
     database they share. Two workers, each on its own connection and in
     step, both want the last $50.00 of the hour: one gets it, the other is
     refused, and nothing more fits after."""
-    clock, path = FrozenClock(now=12 * 3600), tmp_path / "shared.db"
+    clock, path = Clock(now=12 * 3600), tmp_path / "shared.db"
     first = ex09.open_db(path)
     ex09.spend(first, ex09.MAX_CENTS_PER_HOUR - 5000, clock)
     barrier, outcomes = threading.Barrier(2), []
@@ -1436,7 +1410,7 @@ def test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing(ex09):
     """Once the hour's budget is taken, by any tenant, a worker is refused
     with the reason; the provider hears nothing, nothing is parked, the
     operation waits with no charge, and runs in the next hour."""
-    clock = FrozenClock(now=12 * 3600)
+    clock = Clock(now=12 * 3600)
     db, provider, dead = ex09.open_db(":memory:"), ex09.Provider(clock), []
     half = ex09.MAX_CENTS_PER_HOUR // 2
     for tenant, client_id in (("North", "B1"), ("South", "B2"), ("North", "B3")):
@@ -1459,7 +1433,7 @@ def test_ex09_a_refusal_by_the_spend_budget_is_not_a_start(ex09):
     no slot, no lease, and no start counted toward MAX_STARTS. So when it
     does start, next hour, and its worker dies once, it is started again,
     not buried as a poison message."""
-    clock = FrozenClock(now=12 * 3600)
+    clock = Clock(now=12 * 3600)
     db, provider, dead = ex09.open_db(":memory:"), ex09.Provider(clock), []
     ex09.spend(db, ex09.MAX_CENTS_PER_HOUR, clock)           # the hour is spent
     ex09.admit(db, "North", "B1", dict(O7, amount_cents=100))

@@ -2,6 +2,9 @@
 
 Usage:  python3 tools/build.py [--guide FILE] [--out DIR] [--no-extras]
 
+It runs in the course's virtual environment, .venv/, which `make site`
+makes once from requirements.txt: started by any other Python, it starts
+itself again with .venv/bin/python (see python_for_build).
 One pandoc run renders every HTML page; jinja2 puts each into the page
 template. The site is built in a temporary folder beside the output and
 swapped in only when everything succeeded, so a failed build leaves the
@@ -9,7 +12,9 @@ previous site as it was. Problems in guide.md are reported as
 guide.md:LINE: message, with exit status 1.
 """
 import argparse
+import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,12 +25,13 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import jinja2
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from markup import GuideError, expand  # noqa: E402
+from markup import GuideError, expand
 
 ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+# What the build imports from requirements.txt; Python's standard library
+# and markup.py are all it needs before it knows it runs in the right place.
+NEEDS = ("jinja2", "pypandoc", "typst")
 TOOLS = ROOT / "tools"
 PYODIDE = ROOT / "node_modules" / "pyodide"
 # What the browser needs of Pyodide: the loader, the interpreter, its standard
@@ -74,6 +80,26 @@ def main(argv=None):
     print(f"built {pages} pages, {size:,} bytes in {time.perf_counter() - started:.2f} s "
           f"-> {display(args.out)}")
     return 0
+
+
+def python_for_build(prefix=sys.prefix, venv=VENV, has_needs=None):
+    """The Python to build with: None for the one running, else the path of
+    the one to start again with. The running one will do if it is .venv's;
+    else .venv's, once `make site` has set it up (it touches .venv/installed);
+    else the running one if it can import all the build NEEDS. Otherwise
+    there is nothing to build with, and the reader is told what to run."""
+    if Path(prefix).resolve() == venv.resolve():
+        return None
+    if (venv / "installed").is_file():
+        return venv / "bin" / "python"
+    if has_needs is None:
+        has_needs = all(importlib.util.find_spec(name) for name in NEEDS)
+    if has_needs:
+        return None
+    raise BuildError(f"{display(venv)}/, the course's virtual environment, is not set up: "
+                     "run `make site` once (it makes .venv/ from requirements.txt, "
+                     "installs the npm packages and builds the site); after that "
+                     "`python3 tools/build.py` uses .venv/ by itself")
 
 
 def parse_args(argv):
@@ -149,6 +175,7 @@ def line_of(text, needle):
 
 
 def write_pages(book, staging):
+    import jinja2
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TOOLS / "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
@@ -252,4 +279,11 @@ def display(path):
 
 
 if __name__ == "__main__":
+    try:
+        python = python_for_build()
+    except BuildError as error:
+        print(f"build failed: {error}", file=sys.stderr)
+        sys.exit(1)
+    if python:
+        os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
     sys.exit(main())

@@ -26,6 +26,7 @@ Every run gets a fresh temporary folder inside this checkout, so on the
 disk readers work on, not in memory (/tmp is in memory on some systems):
 SQLite's commits wait for the disk. BENCH_TMPDIR=folder puts them elsewhere.
 """
+import importlib.util
 import multiprocessing
 import os
 import queue
@@ -41,10 +42,21 @@ from pathlib import Path
 from huey import SqliteHuey
 from litequeue import LiteQueue
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CAPSTONE = ROOT / "code" / "capstone"
-sys.path.insert(0, str(CAPSTONE))
-import tinyq  # noqa: E402  (it lives in code/capstone, added just above)
+
+
+def load_tinyq():
+    """code/capstone/tinyq.py, the course's queue, imported from its file:
+    code/ is the learners' folder, not a package."""
+    spec = importlib.util.spec_from_file_location("tinyq", CAPSTONE / "tinyq.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tinyq"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tinyq = load_tinyq()
 
 BENCH_DIR = Path(os.environ.get("BENCH_TMPDIR") or ROOT)
 JOBS = 10_000
@@ -360,6 +372,6 @@ def main():
 
 if __name__ == "__main__":
     # Run under its own name: spawned workers, and huey's registry of task
-    # names, must see one module bench_queues, never __main__.
-    import bench_queues
-    bench_queues.main()
+    # names, must see one module bench.queues, never __main__.
+    from bench import queues
+    queues.main()

@@ -1,4 +1,5 @@
 """Benchmarks: print numbers, never pass or fail.  Usage: make bench
+(which runs `PYTHONPATH=tools .venv/bin/python -m bench`)
 
 - build time: tools/build.py against one bare pandoc run over the same
   expanded guide (the goal is at most 1.5 times);
@@ -7,13 +8,13 @@
 - Chapter 4's race without its deliberate gap: how many of 2,000 jobs four
   naive ex05 workers send more than once (Study Drill 2 of Exercise 5 has the
   reader count their own);
-- queues (tools/bench_queues.py, whose docstring says how): jobs/s draining
+- queues (tools/bench/queues.py, whose docstring says how): jobs/s draining
   10,000 no-op jobs with 1 and 4 worker processes, for tinyq, huey and
   litequeue (the goal is tinyq at least 3 times huey); tinyq's rate with
   100,000 jobs queued against 1,000 (at least 0.8 times); and the wall time
   of code/capstone/chaos.py (at most 3 s). make bench installs huey and
   litequeue from requirements-bench.txt;
-- simulations (tools/bench_sims.py): click to interactive against a bare
+- simulations (tools/bench/sims.py): click to interactive against a bare
   Pyodide boot in Chromium (at most 1.3 times), and main-thread blocking
   while a simulation starts (none).
 """
@@ -30,12 +31,11 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
-import bench_queues
-import bench_sims
 import build
+from bench import queues, sims
 from markup import expand
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = 7
 
 
@@ -93,11 +93,11 @@ def main():
         packed = sum(len(gzip.compress(f.read_bytes())) for f in files)
         print(f"first chapter ({first.name}) and what it loads, {len(files)} files:")
         print(f"  {raw:,} bytes ({raw / 1024:.1f} KB); {packed:,} bytes gzipped")
-        bench_sims.main(out)
+        sims.main(out)
 
 
     race_without_the_gap()
-    bench_queues.main()
+    queues.main()
 
 
 def race_without_the_gap(jobs=2000, workers=4, runs=3):

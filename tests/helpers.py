@@ -1,0 +1,62 @@
+"""What several test files share: a clock and dice that the test controls,
+a fresh copy of the folder under test, and a learner's file imported as a
+module. Tests import it by name (pytest.ini puts tests/ on the path)."""
+import contextlib
+import importlib.util
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import console
+
+
+class Clock:
+    """A clock that only moves when the test says so: clock.now += 120."""
+
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+class TopOfRange(random.Random):
+    """Dice that always roll the longest wait, so the ceiling shows."""
+
+    def uniform(self, low, high):
+        return high
+
+
+def require(folder, name):
+    """folder/name, the file a test checks; the test fails at once,
+    saying so, if the folder under test lacks it."""
+    path = Path(folder) / name
+    if not path.is_file():
+        pytest.fail(f"{name} is missing from {folder}")
+    return path
+
+
+@contextlib.contextmanager
+def fresh_copy(folder):
+    """A copy of folder's sources in a scratch folder of its own, as
+    scratch/work, removed afterwards; scratch/ has room for more (a clock)."""
+    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
+        copy = Path(scratch) / "work"
+        console.copy_sources(folder, copy)
+        yield copy
+
+
+def import_learner_file(path, name):
+    """The Python file at path (a learner's, or code/'s) as a module called
+    name. The file is first imported once in a child process with limits
+    (console.import_fails): one that hangs or crashes on import fails the
+    test with the reason instead of stopping the run."""
+    problem = console.import_fails(path)
+    if problem:
+        pytest.fail(problem)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
