@@ -453,51 +453,57 @@ class Clock:
         return f"day {day + 1} {seconds // 3600:02}:{seconds // 60 % 60:02}"
 
 
-def replay_o7():
-    clock = Clock()
-    db = open_db(":memory:")
-    provider = Provider(clock, first_charge=9)
+def replay_o7(clock, db, provider, dead):
+    """The O7 timeline, one line at a time: yields (time, text) for each line
+    before doing what it says; time is "" for a line that goes on from the
+    one before. The provider prints what it does as it does it."""
     o7 = {"id": operation_id("North", "O7"),
           "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
-    dead = []
-
-    def say(text):
-        print(f"{clock.stamp()}  {text}")
 
     def charge_then_crash(message, hours, minutes):
         """W1 calls the provider, which charges; W1 dies a minute later."""
         op_id, inputs = message["id"], message["inputs"]
         clock.set(1, hours, minutes)
-        say(f"W1 takes {op_id} (invoice {inputs['invoice']}, {dollars(inputs['amount_cents'])})"
-            f" and calls the provider, key {op_id}")
+        yield clock.stamp(), (f"W1 takes {op_id} (invoice {inputs['invoice']},"
+                              f" {dollars(inputs['amount_cents'])}) and calls the provider,"
+                              f" key {op_id}")
         try:
             process(db, CrashAfterCall(provider), op_id, inputs, clock)
         except WorkerCrashed:
             clock.set(1, hours, minutes + 1)
-            say(f"W1 crashes before it records the charge or acknowledges {op_id}")
+            yield clock.stamp(), (f"W1 crashes before it records the charge or"
+                                  f" acknowledges {op_id}")
 
-    charge_then_crash(o7, 12, 0)
+    yield from charge_then_crash(o7, 12, 0)
     clock.set(1, 12, 2)
-    say(f"the queue delivers {o7['id']} again (at least once, as promised); W2 takes it")
+    yield clock.stamp(), (f"the queue delivers {o7['id']} again (at least once, as promised);"
+                          " W2 takes it")
     charge = deliver(db, provider, o7, dead, clock=clock)
-    say(f"W2 records {charge} and acknowledges {o7['id']}")
-    print(f"{'':13}the provider saw {provider.calls} calls and made {len(provider.charges)} charge")
+    yield clock.stamp(), f"W2 records {charge} and acknowledges {o7['id']}"
+    yield "", f"the provider saw {provider.calls} calls and made {len(provider.charges)} charge"
 
     clock.set(1, 12, 5)
     changed = {"id": o7["id"], "inputs": dict(o7["inputs"], amount_cents=6000)}
-    say(f"a message for {changed['id']} arrives again, now for"
-        f" {dollars(changed['inputs']['amount_cents'])}")
+    yield clock.stamp(), (f"a message for {changed['id']} arrives again, now for"
+                          f" {dollars(changed['inputs']['amount_cents'])}")
     deliver(db, provider, changed, dead, clock=clock)
-    say(f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter")
+    yield clock.stamp(), f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter"
 
     o8 = {"id": operation_id("North", "O8"),
           "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
-    charge_then_crash(o8, 12, 10)
+    yield from charge_then_crash(o8, 12, 10)
     clock.set(2, 14, 0)
-    say(f"{o8['id']} is delivered again, 26 hours later: the provider has forgotten its key")
+    yield clock.stamp(), (f"{o8['id']} is delivered again, 26 hours later: the provider has"
+                          " forgotten its key")
     charge = deliver(db, provider, o8, dead, clock=clock)
-    say(f"W2 records {charge} and acknowledges {o8['id']}")
-    print(f"{'':13}the provider made {len(provider.charges)} charges for 2 operations")
+    yield clock.stamp(), f"W2 records {charge} and acknowledges {o8['id']}"
+    yield "", f"the provider made {len(provider.charges)} charges for 2 operations"
+
+
+def print_o7():
+    clock = Clock()
+    for time, text in replay_o7(clock, open_db(":memory:"), Provider(clock, first_charge=9), []):
+        print(f"{time:13}{text}")
 
 
 CRASH_POINTS = {"before-call": "before the call",
@@ -648,7 +654,7 @@ def show_spend():
 
 
 def main():
-    commands = {"o7": replay_o7, "admission": show_admission, "cancel": show_cancel,
+    commands = {"o7": print_o7, "admission": show_admission, "cancel": show_cancel,
                 "deadline": show_deadline, "budget": show_budget, "spend": show_spend,
                 "crash": replay_crash}
     parser = argparse.ArgumentParser(description="Replays of Chapter 10's worked cases.")

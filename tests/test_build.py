@@ -231,7 +231,7 @@ def test_without_a_venv_or_the_packages_it_says_what_to_run(tmp_path):
     """A checkout without .venv/, built by a Python without site-packages (-S):
     exit status 1, the command to run, and no site."""
     shutil.copytree(ROOT / "tools", tmp_path / "tools",
-                    ignore=shutil.ignore_patterns("__pycache__", "static", "sims"))
+                    ignore=shutil.ignore_patterns("__pycache__", "static"))
     (tmp_path / "code").symlink_to(ROOT / "code")
     shutil.copy(ROOT / "guide.md", tmp_path)
     result = subprocess.run([sys.executable, "-S", str(tmp_path / "tools" / "build.py")],

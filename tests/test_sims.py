@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from sims import api, race
-from sims.killable_queue import ACK_SECONDS, POLL_SECONDS, SEND_SECONDS, KillableQueue
+from sims import api
+from sims.killable_queue.engine import (ACK_SECONDS, POLL_SECONDS, SEND_SECONDS,
+                                        KillableQueue)
+from sims.race import engine as race
 
-SIMS = Path(__file__).resolve().parent.parent / "tools" / "sims"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 # ---- helpers
@@ -339,7 +341,7 @@ def test_the_next_line_shows_the_statement_the_worker_runs_next(opened, claim):
 
 @pytest.mark.parametrize("claim", race.CLAIMS)
 def test_the_code_panel_is_ex05s_own_source(opened, claim):
-    import ex05_two_workers as ex05
+    ex05 = race.ex05
     code = "\n".join(opened(race.Race, claim).state()["code"])
     assert inspect.getsource(getattr(ex05, f"claim_{claim}")) in code + "\n"
     assert inspect.getsource(ex05.ack) in code + "\n"
@@ -451,14 +453,16 @@ def test_api_a_bad_step_is_an_answer_too(instances):
 
 # ---- the text programs
 
-def run_program(*args):
-    result = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60)
+def run_program(name, *args):
+    """What `python3 -m tools.sims NAME ARGS` prints, run from the course's folder."""
+    result = subprocess.run([sys.executable, "-m", "tools.sims", name, *args], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_the_killable_queue_story():
-    out = run_program(str(SIMS / "killable_queue.py"))
+    out = run_program("killable-queue")
     for line in ["0.0 s: worker 1 claimed job 1 (attempt 1)",
                  "2.2 s: worker 1 was killed holding job 1, "
                  "after sending the email, before acknowledging it",
@@ -467,11 +471,11 @@ def test_the_killable_queue_story():
                  "  4.   7.5 s  job 1 to ann@example.com, sent by worker 2  (duplicate)"]:
         assert line in out.splitlines()
     assert out.count("(duplicate)") == 1
-    assert out == run_program(str(SIMS / "killable_queue.py"))
+    assert out == run_program("killable-queue")
 
 
 def test_the_race_program():
-    out = run_program(str(SIMS / "race.py"))
+    out = run_program("race")
     naive, duplicates = interleavings_with_one_job("naive")
     assert re.search(rf"claim_naive: +{naive} schedules, +{duplicates} send an email twice", out)
     assert re.search(r"claim_atomic: +20 schedules, +0 send an email twice", out)

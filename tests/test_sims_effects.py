@@ -2,23 +2,24 @@
 payment simulator and the O7 story, with their JSON API and their text
 programs. Everything runs on the engines' virtual clocks, so no test waits."""
 import contextlib
-import importlib
 import io
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
-from sims import api, crash_timing, payment
-from sims.crash_timing import CrashTiming
-from sims.payment import O7Story, Payment
+from sims import api, course
+from sims.crash_timing import engine as crash_timing
+from sims.crash_timing.engine import CrashTiming
+from sims.o7 import engine as o7
+from sims.o7.engine import O7Story
+from sims.payment import engine as payment
+from sims.payment.engine import Payment
 from test_sims import ask, instances, run_program  # noqa: F401  (instances: a fixture)
 
-import tinyq                    # on the path once the engines are imported
+tinyq = crash_timing.tinyq      # the capstone's library, as the engines load it
 
-SIMS = Path(__file__).resolve().parent.parent / "tools" / "sims"
 SEEDS = range(1, 31)
 
 
@@ -406,7 +407,7 @@ POLICIES = [({}, {}), ({"MAX_ATTEMPTS": 2}, {"attempts": 2}), ({"BACKOFF_CAP": 1
                                                  ("fresh", "ex08_idempotency", True)])
 def test_a_seed_replays_the_exercise_with_the_same_seed(runs, monkeypatch, tmp_path, keys, file,
                                                        bad_key, constants, settings):
-    module = importlib.import_module(file)     # code/ is on the path: payment put it there
+    module = course.module(f"{file}.py")
     for seed in SEEDS:
         lines, paid = exercise_run(monkeypatch, tmp_path, module, seed, bad_key, **constants)
         state = runs[(keys, seed)] if not settings else finished_run(seed=seed, keys=keys,
@@ -523,23 +524,20 @@ def play_story(**options):
 def test_the_o7_story_step_by_step():
     state = play_story()
     steps = state["steps"]
-    assert [(step["time"], step["who"], step["kind"]) for step in steps] == [
-        ("day 1 12:00", "W1", "call"), ("day 1 12:01", "W1", "crash"),
-        ("day 1 12:02", "queue", "redelivery"), ("day 1 12:05", "queue", "conflict"),
-        ("day 1 12:10", "W1", "call"), ("day 1 12:11", "W1", "crash"),
-        ("day 2 14:00", "queue", "reconciled"), ("day 2 14:00", "provider", "count")]
+    assert [step["time"] for step in steps] == [
+        "day 1 12:00", "day 1 12:01", "day 1 12:02", "day 1 12:02", "", "day 1 12:05",
+        "day 1 12:05", "day 1 12:10", "day 1 12:11", "day 2 14:00", "day 2 14:00", ""]
+    assert steps[0]["text"] == ("W1 takes North/O7 (invoice 7, $50.00) and calls the provider, "
+                                "key North/O7")
     assert steps[0]["provider"] == ["provider: new charge C9, key North/O7"]
-    assert steps[1]["text"].startswith("crashes before it records C9 or acknowledges North/O7: "
-                                       "our record says North/O7 is started, with no charge id")
+    assert steps[1]["text"] == ("W1 crashes before it records the charge or acknowledges "
+                                "North/O7")
     assert steps[2]["provider"] == ["provider: key North/O7 again, same inputs: C9 again"]
-    assert steps[2]["text"].endswith("records C9: the provider saw 2 calls and made 1 charge")
-    assert "refuses it (Conflict)" in steps[3]["text"]
-    assert steps[3]["text"].endswith("1 dead letter; the provider was not called")
-    assert steps[3]["provider"] == []
-    assert steps[6]["provider"] == ["provider: charges with reference North/O8: C10"]
-    assert "reconciled, not charged again" in steps[6]["text"]
-    assert steps[7]["text"] == ("made 2 charges for 2 operations (C9 for North/O7, C10 for "
-                                "North/O8), in 3 calls")
+    assert steps[4]["text"] == "the provider saw 2 calls and made 1 charge"
+    assert steps[5]["provider"] == []                     # the changed amount: no call
+    assert steps[6]["text"] == "W2 refuses it (Conflict) and parks it: 1 dead letter"
+    assert steps[9]["provider"] == ["provider: charges with reference North/O8: C10"]
+    assert steps[11]["text"] == "the provider made 2 charges for 2 operations"
     assert state["provider"] == {"calls": 3,
                                  "charges": [{"id": "C9", "reference": "North/O7"},
                                              {"id": "C10", "reference": "North/O8"}]}
@@ -550,16 +548,48 @@ def test_the_o7_story_step_by_step():
     assert tasks(state) == {"reconcile": True, "blind": False}
 
 
+def story_lines(state):
+    """The story's steps written as ex09's command line writes its lines."""
+    lines = []
+    for step in state["steps"]:
+        lines.append(f"{step['time']:13}{step['text']}")
+        lines += [f"{'':13}{line}" for line in step["provider"]]
+    return lines
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_the_o7_story_is_ex09s_own(blind, monkeypatch):
+    """Step by step, the simulation tells what `python3 ex09_charge_worker.py
+    o7` prints, line for line (blind: with ex09's Break It made)."""
+    if blind:
+        monkeypatch.setattr(o7.ex09, "KEY_TRUSTED_SECONDS", 48 * 3600)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        o7.ex09.print_o7()
+    monkeypatch.undo()
+    assert story_lines(play_story(blind=blind)) == printed.getvalue().splitlines()
+
+
+def test_the_o7_story_earns_its_tasks_on_the_late_redelivery():
+    for blind, task in [(False, "reconcile"), (True, "blind")]:
+        story = O7Story(blind=blind)
+        for _ in range(9):
+            story.next()
+        assert not any(tasks(story.state()).values())
+        story.next()                    # O8, delivered again 26 hours later
+        assert tasks(story.state())[task]
+        story.close()
+
+
 def test_the_blind_worker_charges_o8_a_second_time():
-    import ex09_charge_worker as ex09
+    ex09 = o7.ex09
     trusted = ex09.KEY_TRUSTED_SECONDS
     state = play_story(blind=True)
     assert ex09.KEY_TRUSTED_SECONDS == trusted            # put back after each step
-    late = state["steps"][6]
-    assert late["kind"] == "charged"
+    late = state["steps"][9]
+    assert late["text"].startswith("North/O8 is delivered again, 26 hours later")
     assert late["provider"] == ["provider: new charge C11, key North/O8"]
-    assert "W2 trusts a key for 48 h" in late["text"]
-    assert state["steps"][7]["text"].startswith("made 3 charges for 2 operations")
+    assert state["steps"][11]["text"] == "the provider made 3 charges for 2 operations"
     assert [charge["reference"] for charge in state["provider"]["charges"]] == [
         "North/O7", "North/O8", "North/O8"]
     assert state["key_trusted_hours"] == 48 and tasks(state) == {"reconcile": False, "blind": True}
@@ -620,7 +650,7 @@ def test_api_round_trip_for_the_o7_story(instances):
 # ---- the text programs
 
 def test_the_crash_timing_program_prints_the_matrix_aligned():
-    lines = run_program(str(SIMS / "crash_timing.py")).splitlines()
+    lines = run_program("crash-timing").splitlines()
     header = next(line for line in lines if line.startswith("crash point"))
     starts = [header.index(column) for column in COLUMNS]
     row = next(line for line in lines if line.startswith("after the effect  "))
@@ -631,14 +661,18 @@ def test_the_crash_timing_program_prints_the_matrix_aligned():
         "n/a", "duplicate (2)", "exactly once (1)", "n/a"]
 
 
-def test_the_payment_program_prints_the_run_and_the_o7_story():
-    out = run_program(str(SIMS / "payment.py"), "--seed", "4", "--keys", "stable")
+def test_the_payment_program_prints_the_run():
+    out = run_program("payment", "--seed", "4", "--keys", "stable")
     assert "   0.00 s  job 1, attempt 1: charge $10.00: ConnectionError: could not reach " \
            "the bank; retry in 0.12 s" in out.splitlines()
     assert out.rstrip().endswith("Alice paid $50.00 for orders worth $40.00: $10.00 more "
                                  "(order 3 is dead, yet the bank charged it once)")
-    story = run_program(str(SIMS / "payment.py"), "--o7", "--blind").splitlines()
-    assert story[0] == ("day 1 12:00  W1 takes North/O7 (invoice 7, $50.00), stores it as "
-                        "started, and calls the provider with key North/O7")
+
+
+def test_the_o7_program_prints_the_story():
+    story = run_program("o7", "--blind").splitlines()
+    assert story[0] == ("day 1 12:00  W1 takes North/O7 (invoice 7, $50.00) and calls the "
+                        "provider, key North/O7")
     assert story[1] == "             provider: new charge C9, key North/O7"
-    assert story[-1].startswith("day 2 14:00  provider made 3 charges for 2 operations")
+    assert story[-3] == "             provider: new charge C11, key North/O8"
+    assert story[-1] == "             the provider made 3 charges for 2 operations"

@@ -38,10 +38,7 @@ PYODIDE = ROOT / "node_modules" / "pyodide"
 # library, the package index it reads at boot, and the licence.
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                  "pyodide-lock.json", "package.json"]
-# The Python the simulations run: their engines, and the course code they drive.
-SIM_SOURCES = {"sims": TOOLS / "sims", "capstone/tinyq.py": ROOT / "code/capstone/tinyq.py",
-               "ex05_two_workers.py": ROOT / "code/ex05_two_workers.py",
-               "ex09_charge_worker.py": ROOT / "code/ex09_charge_worker.py"}
+SIMS = TOOLS / "sims"               # the simulations: one folder each, and what they share
 PANDOC_VERSION = "3.9"
 HIGHLIGHT_STYLE = "haddock"        # passes axe's contrast check (see notes)
 
@@ -66,6 +63,7 @@ def main(argv=None):
             book = render(pandoc, markdown, origin, guide)
             write_pages(book, staging)
             copy_static(staging)
+            copy_sim_pages(staging / "static" / "sims")
             copy_pyodide(staging / "pyodide")
             write_sim_archive(staging / "static" / "sims" / "course.zip")
             (staging / "guide.md").write_text(markdown, encoding="utf-8")
@@ -208,6 +206,16 @@ def copy_static(staging):
     shutil.copytree(TOOLS / "static", staging / "static")
 
 
+def copy_sim_pages(folder):
+    """The simulations' page code, laid out as in tools/sims/: the shared
+    modules at the top, each view in its simulation's folder."""
+    for source in sorted(SIMS.rglob("*")):
+        if source.suffix in (".js", ".mjs"):
+            target = folder / source.relative_to(SIMS)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
 def copy_pyodide(folder):
     """Pyodide, from the npm package, so the site needs no CDN. Hard links
     when they can be made: the interpreter is 13 MB."""
@@ -224,20 +232,17 @@ def copy_pyodide(folder):
 
 
 def write_sim_archive(path):
-    """The simulations' Python as one zip, unpacked in the browser. Fixed
-    timestamps, so the same sources always give the same bytes."""
-    files = []
-    for name, source in SIM_SOURCES.items():
-        if not source.exists():
-            raise BuildError(f"{display(source)} is missing: the simulations need it")
-        if source.is_dir():
-            files += [(f"{name}/{file.name}", file) for file in sorted(source.glob("*.py"))]
-        else:
-            files.append((name, source))
+    """The simulations' Python and the course code they drive, as one zip
+    unpacked in the browser. Laid out as in the repository (tools/sims/,
+    code/), so an engine finds code/ where it does here. Fixed timestamps,
+    so the same sources always give the same bytes."""
+    files = sorted(file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
+                   if "__pycache__" not in file.parts)
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, source in files:
-            archive.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0)),
+        for source in files:
+            archive.writestr(zipfile.ZipInfo(source.relative_to(ROOT).as_posix(),
+                                             date_time=(2026, 1, 1, 0, 0, 0)),
                              source.read_bytes())
 
 

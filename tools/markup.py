@@ -9,8 +9,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import sims
+
 DIV_CLASSES = {"check", "answer", "sim"}
-SIM_NAMES = {"killable-queue", "race", "crash-timing", "payment", "o7"}
+SIM_NAMES = set(sims.folders())      # a simulation is a folder of tools/sims/
 INCLUDE_ATTRS = {"include", "pyobject", "lines"}
 
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")

@@ -4,58 +4,29 @@
     call('{"sim": "race", "instance": "race-1", "method": "new", "args": {"claim": "naive"}}')
     call('{"sim": "race", "instance": "race-1", "method": "step", "args": [0]}')
 
-A request names the simulation ("killable-queue", "race", "crash-timing",
-"payment" or "o7"), an instance id
+A request names the simulation (a folder's name, as sims.folders() gives
+it: "race", "killable-queue", ...), an instance id
 chosen by the page (several can live at once), a method and its arguments:
 a list (positional) or an object (keywords). "new" makes the instance (its
 args go to the constructor) and "close" frees it. The answer is always JSON:
 {"ok": true, "state": <the instance's state() or null>, "result": <what the
 method returned>}, or {"ok": false, "error": "<message>"}; nothing raises.
 
-Try it in a terminal:
-    python3 tools/sims/api.py '{"sim": "race", "instance": "a", "method": "new"}'
+What can be called is each engine's API: {"make": the class "new" makes,
+"methods": the names of its methods the page may call, "functions": the
+module's functions it may call, by name}. Nothing else can.
+
+Try it in a terminal, from the course's folder:
+    python3 -m tools.sims.api '{"sim": "race", "instance": "a", "method": "new"}'
 """
+import importlib
 import json
 import sys
-from pathlib import Path
 
-if __package__:                 # imported as sims.api (pytest, or the page)
-    from . import crash_timing, killable_queue, payment, race
-else:                           # run as a file, or imported from tools/sims itself
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import crash_timing
-    import killable_queue
-    import payment
-    import race
-# Each engine puts the course code it runs (code/, code/capstone/) on sys.path.
+from . import folders
 
-SIMS = {
-    "killable-queue": {
-        "make": killable_queue.KillableQueue,
-        "methods": {"enqueue", "kill", "restart", "set_lease", "tick", "step", "state"},
-        "functions": {},
-    },
-    "race": {
-        "make": race.Race,
-        "methods": {"step", "reset", "state"},
-        "functions": {"every_interleaving": race.every_interleaving},
-    },
-    "crash-timing": {
-        "make": crash_timing.CrashTiming,
-        "methods": {"choose", "run", "matrix", "state"},
-        "functions": {},
-    },
-    "payment": {
-        "make": payment.Payment,
-        "methods": {"configure", "run", "step", "state"},
-        "functions": {},
-    },
-    "o7": {
-        "make": payment.O7Story,
-        "methods": {"next", "reset", "state"},
-        "functions": {},
-    },
-}
+SIMS = {name: importlib.import_module(f"{__package__}.{folder.name}.engine").API
+        for name, folder in folders().items()}
 
 instances = {}                  # (sim, instance id) -> the live object
 

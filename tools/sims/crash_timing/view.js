@@ -3,7 +3,7 @@
 // recovery; and the matrix of every moment against every protection, each
 // cell run for real.
 
-import { el, player, scrolling, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "../dom.js";
 
 const STEP_MS = 600;
 const MARKS = { "exactly once": "✓", duplicate: "⚠", lost: "✗", "n/a": "–" };
@@ -17,7 +17,7 @@ function outcomeText(outcome, effects) {
   return `${MARKS[outcome] || ""} ${outcome}${count}`;
 }
 
-export function crashTiming(body, { act, announce }) {
+export default function crashTiming(body, { act, announce }) {
   let state = null;
   let shown = 0;                       // timeline steps revealed so far
   const protection = el("select", { id: "ct-protection", onchange: () => choose() });

@@ -2,7 +2,7 @@
 // workers, all tinyq, on a virtual clock. The reader adds jobs, kills and
 // restarts workers, sets the lease, and plays or steps time.
 
-import { el, player, scrolling, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "../dom.js";
 
 const TICK_MS = 200;                 // how often playing moves the clock
 const ANNOUNCED = new Set(["killed", "expired", "takeover", "duplicate", "lost"]);
@@ -12,7 +12,7 @@ function seconds(value) {
   return value === null || value === undefined ? "" : `${value.toFixed(1)} s`;
 }
 
-export function killableQueue(body, { act, announce }) {
+export default function killableQueue(body, { act, announce }) {
   let lastEvent = 0;               // the number (n) of the last event read
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "2" }, "2×"),

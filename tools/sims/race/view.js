@@ -2,7 +2,7 @@
 // statement at a time, in the order the reader chooses, on a real SQLite
 // table. "Try every interleaving" runs all orders and counts duplicates.
 
-import { el, player, scrolling, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "../dom.js";
 
 const STEP_MS = 700;                  // one statement per step when playing
 
@@ -19,7 +19,7 @@ function seeded(seed) {
   };
 }
 
-export function race(body, { act, announce }) {
+export default function race(body, { act, announce }) {
   let claim = "naive";
   let seed = 1;
   let random = seeded(seed);

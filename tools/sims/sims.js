@@ -4,22 +4,22 @@
 // every action. Everything runs in the reader's browser.
 
 import { call, stop } from "./runtime.js";
-import { killableQueue } from "./killable-queue.js";
-import { race } from "./race.js";
-import { crashTiming } from "./crash-timing.js";
-import { payment } from "./payment.js";
-import { o7 } from "./o7.js";
 import { el } from "./dom.js";
 
-const SIMS = { "killable-queue": killableQueue, race, "crash-timing": crashTiming, payment, o7 };
 const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
+
+// A simulation's view is the default export of view.js in its folder: the
+// folder is the name with underscores for hyphens ("killable-queue" is
+// killable_queue/view.js). Fetched as the page loads, used on Start.
+function loadView(name) {
+  const loading = import(`./${name.replaceAll("-", "_")}/view.js`).then((module) => module.default);
+  loading.catch(() => {});     // a failure is reported when the reader starts it
+  return loading;
+}
 
 function mount(element, number) {
   const name = element.dataset.sim;
-  const sim = SIMS[name];
-  if (!sim) {
-    return;
-  }
+  const sim = loadView(name);
   const instance = `${name}-${number}`;
   const status = el("p", { class: "sim-status", role: "status" });
   const announcer = el("p", { class: "visually-hidden", "aria-live": "polite" });
@@ -97,8 +97,8 @@ function mount(element, number) {
     start.hidden = true;
     setState("loading", "Starting Python in your browser (a few seconds the first time)…");
     body.replaceChildren();
-    view = sim(body, { act, announce });
     try {
+      view = (await sim)(body, { act, announce });
       const answer = await call({ sim: name, instance, method: "new", args: [view.options || {}] });
       if (!answer.ok) {
         throw new Error(answer.error);

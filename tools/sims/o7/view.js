@@ -1,10 +1,11 @@
-// The O7 story (Chapter 10), one step at a time: a crash after the
+// The O7 story (Chapter 10), one line at a time: a crash after the
 // provider's commit, a redelivery, a changed amount and a late redelivery
-// past the provider's key window, each step run by Exercise 9's own code.
+// past the provider's key window, each line told and run by Exercise 9's
+// own replay_o7(), with what the provider printed while it ran.
 
-import { el, taskList } from "./dom.js";
+import { el, taskList } from "../dom.js";
 
-export function o7(body, { act, announce }) {
+export default function o7(body, { act, announce }) {
   const story = el("ol", { class: "sim-events" });
   const tasks = el("div");
   const blind = el("input", { type: "checkbox", id: "o7-blind" });
@@ -22,7 +23,7 @@ export function o7(body, { act, announce }) {
 
   function draw(state) {
     story.replaceChildren(...state.steps.map((step) => el("li", {},
-      `${step.time}, ${step.who}: ${step.text}`,
+      step.time ? `${step.time}: ${step.text}` : step.text,
       step.provider.length ? el("span", { class: "sim-provider" },
         ` (${step.provider.join("; ")})`) : null)));
     next.disabled = state.finished;

@@ -1,4 +1,4 @@
-"""Payment simulator (Chapters 6-8 and 10): Alice's $10 charges go through
+"""Payment simulator (Chapters 6-8): Alice's $10 charges go through
 a flaky bank, and a worker on the capstone's own library
 (code/capstone/tinyq.py) retries them with backoff until each job is done
 or dead.
@@ -33,37 +33,22 @@ Beside the run, the state sets what the worker can know (its own log of
 attempts) against what happened (the bank's ledger): a dead job whose
 attempts include a timeout may have been charged, and only the bank knows.
 
-O7Story is Chapter 10's worked case O7, one step at a time, driving
-code/ex09_charge_worker.py itself: its process, deliver, Provider, Clock
-and CrashAfterCall. The provider prints what it does; the story catches
-those lines and shows them with the step. O7Story(blind=True) trusts the
-provider's keys for 48 hours instead of ex09's 23, the chapter's Break It:
-it sets ex09.KEY_TRUSTED_SECONDS on the imported module for the length of
-each step, and puts it back after.
-
 Time is virtual: nothing sleeps and nothing reads the wall clock, so a seed
 always gives the same run, and it runs in the browser (Pyodide).
 
 Run it in a terminal:
-    python3 tools/sims/payment.py [--seed N] [--keys none|fresh|stable]
-    python3 tools/sims/payment.py --o7 [--blind]
+    python3 -m tools.sims payment [--seed N] [--keys none|fresh|stable]
 Or drive it from Python:
     sim = Payment(seed=1, keys="stable"); sim.run(); sim.state()
 """
 import argparse
-import contextlib
-import io
 import json
 import random
 import sqlite3
-import sys
-from pathlib import Path
 
-CODE = Path(__file__).resolve().parents[2] / "code"
-for folder in (CODE, CODE / "capstone"):
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-import tinyq  # noqa: E402
+from .. import course
+
+tinyq = course.module("capstone/tinyq.py")
 
 PRICE_CENTS = 1000
 BANK_SECONDS = 0.2              # each call to the bank takes this long, as in ex07
@@ -452,204 +437,9 @@ class Payment:
         }
 
 
-# ---- Chapter 10's O7, one step at a time, on ex09's own code
-
-# ex09 scopes an operation's id by its tenant (North/O7), and uses it as the key.
-O7 = {"id": "North/O7", "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
-O7_CHANGED = {"id": "North/O7",
-              "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 6000}}
-O8 = {"id": "North/O8", "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
-OPERATIONS = {"O7": O7, "O8": O8}
-BLIND_TRUST_SECONDS = 48 * 3600          # the chapter's Break It
-O7_TASKS = {
-    "reconcile": "see a redelivery after the key window reconciled, not charged again",
-    "blind": "trust the key past its window and see a second charge",
-}
-
-
-def charge_worker():
-    """code/ex09_charge_worker.py, imported when a story first needs it: the
-    payment simulator itself does not."""
-    import ex09_charge_worker
-    return ex09_charge_worker
-
-
-class O7Story:
-    """Operation O7 (North, invoice 7, $50.00) and a later O8, in eight
-    steps: W1 calls the provider with key North/O7 and it commits C9; W1
-    crashes before recording it; the redelivery's call with the same key
-    gets C9 back; the same id with a changed amount is refused (Conflict);
-    O8 is charged and its worker crashes the same way; O8 comes back 26
-    hours later, past the provider's key window, and is reconciled (or,
-    blind, charged again); the provider's count of charges. Every call is
-    ex09's own code."""
-
-    STEPS = (("call", "O7", 0), ("crash", "O7", 1), ("again",), ("changed",),
-             ("call", "O8", 10), ("crash", "O8", 11), ("late",), ("count",))
-
-    def __init__(self, blind=False):
-        self.ex09 = charge_worker()
-        self.earned = set()
-        self.db = None
-        self.reset(blind)
-
-    def reset(self, blind=None):
-        """Back to before 12:00; blind, if given, says whether the worker
-        trusts keys past the provider's window. What was earned stays."""
-        if blind is not None:
-            if not isinstance(blind, bool):
-                raise ValueError(f"blind must be true or false, not {blind!r}")
-            self.blind = blind
-        self.close()
-        self.clock = self.ex09.Clock()
-        self.db = self.ex09.open_db(":memory:")
-        self.provider = self.ex09.Provider(self.clock, first_charge=9)
-        self.dead_letters = []
-        self.steps = []
-
-    def close(self):
-        if self.db is not None:
-            self.db.close()
-
-    def finished(self):
-        return len(self.steps) == len(self.STEPS)
-
-    def next(self):
-        """Play the next step. Says why not, once the story is over."""
-        if self.finished():
-            return "the story is over: reset to see it again"
-        name, *args = self.STEPS[len(self.steps)]
-        printed = io.StringIO()
-        with self._trust(), contextlib.redirect_stdout(printed):
-            who, text, kind = getattr(self, "_" + name)(*args)
-        self.steps.append({"n": len(self.steps) + 1, "time": self.clock.stamp(), "who": who,
-                           "text": text, "kind": kind,
-                           "provider": [line.strip() for line in printed.getvalue().splitlines()]})
-        return None
-
-    @contextlib.contextmanager
-    def _trust(self):
-        """Blind: ex09's worker trusts the provider's keys for 48 hours, for
-        the length of one step."""
-        kept = self.ex09.KEY_TRUSTED_SECONDS
-        if self.blind:
-            self.ex09.KEY_TRUSTED_SECONDS = BLIND_TRUST_SECONDS
-        try:
-            yield
-        finally:
-            self.ex09.KEY_TRUSTED_SECONDS = kept
-
-    def _deliver(self, message):
-        return self.ex09.deliver(self.db, self.provider, message, self.dead_letters,
-                                 sleep=self.clock.advance, rng=random.Random(0),
-                                 clock=self.clock)
-
-    def _operation(self, op_id):
-        row = self.db.execute("SELECT state, charge_id FROM operations WHERE id = ?",
-                              (op_id,)).fetchone()
-        return row or (None, None)
-
-    def _charges_for(self, reference):
-        return [charge for charge, ref in self.provider.charges.items() if ref == reference]
-
-    def _call(self, name, minute):
-        self.clock.set(1, 12, minute)
-        message = OPERATIONS[name]
-        op_id = message["id"]
-        try:
-            self.ex09.process(self.db, self.ex09.CrashAfterCall(self.provider), op_id,
-                              message["inputs"], self.clock)
-        except self.ex09.WorkerCrashed:
-            pass
-        inputs = message["inputs"]
-        return "W1", (f"takes {op_id} (invoice {inputs['invoice']}, "
-                      f"{dollars(inputs['amount_cents'])}), stores it as started, and calls the "
-                      f"provider with key {op_id}"), "call"
-
-    def _crash(self, name, minute):
-        self.clock.set(1, 12, minute)
-        op_id = OPERATIONS[name]["id"]
-        state, charge_id = self._operation(op_id)
-        recorded = "no charge id" if charge_id is None else f"charge {charge_id}"
-        return "W1", (f"crashes before it records {', '.join(self._charges_for(op_id))} or "
-                      f"acknowledges {op_id}: our record says {op_id} is {state}, with "
-                      f"{recorded}"), "crash"
-
-    def _again(self):
-        self.clock.set(1, 12, 2)
-        charge = self._deliver(O7)
-        made = len(self._charges_for(O7["id"]))
-        return "queue", (f"delivers {O7['id']} again (at least once, as promised); W2 calls "
-                         f"with the same key and records {charge}: the provider saw "
-                         f"{self.provider.calls} "
-                         f"calls and made {made} charge{'' if made == 1 else 's'}"), "redelivery"
-
-    def _changed(self):
-        self.clock.set(1, 12, 5)
-        calls = self.provider.calls
-        charge = self._deliver(O7_CHANGED)
-        (stored,) = self.db.execute("SELECT input_digest FROM operations WHERE id = ?",
-                                    (O7["id"],)).fetchone()
-        parked = bool(self.dead_letters) and self.dead_letters[-1] is O7_CHANGED
-        if charge is None and parked and stored != self.ex09.digest(O7_CHANGED["inputs"]):
-            called = "was not called" if self.provider.calls == calls else "was called"
-            return "queue", (f"delivers a message for {O7['id']} again, now for $60.00: its "
-                             "inputs' digest is not the one stored, so W2 refuses it (Conflict) "
-                             f"and parks it: {len(self.dead_letters)} dead letter; the provider "
-                             f"{called}"), "conflict"
-        return "queue", (f"delivers a message for {O7['id']} again, now for $60.00: W2 records "
-                         f"{charge}"), "charged"
-
-    def _late(self):
-        self.clock.set(2, 14, 0)
-        before = len(self._charges_for(O8["id"]))
-        (called_at,) = self.db.execute("SELECT started_at FROM operations WHERE id = ?",
-                                       (O8["id"],)).fetchone()
-        hours = round((self.clock() - called_at) / 3600)
-        trusted = self.ex09.KEY_TRUSTED_SECONDS // 3600
-        window = self.ex09.KEY_WINDOW_SECONDS // 3600
-        charge = self._deliver(O8)
-        said = (f"delivers {O8['id']} again, {hours} hours after W1's call: the provider "
-                f"forgot its key after {window} h. W2 trusts a key for {trusted} h, ")
-        if len(self._charges_for(O8["id"])) == before:
-            self.earned.add("reconcile")
-            return "queue", said + (f"so W2 asks the provider for charges with reference "
-                                    f"{O8['id']} instead, and records {charge}: reconciled, "
-                                    f"not charged again"), "reconciled"
-        self.earned.add("blind")
-        return "queue", said + (f"so W2 calls again with key {O8['id']} (a blind retry), and the "
-                                f"provider makes a new charge, {charge}"), "charged"
-
-    def _count(self):
-        made = ", ".join(f"{charge} for {reference}"
-                         for charge, reference in self.provider.charges.items())
-        count = len(self.provider.charges)
-        return "provider", (f"made {count} charge{'' if count == 1 else 's'} for "
-                            f"{len(OPERATIONS)} operations ({made}), in {self.provider.calls} "
-                            f"calls"), "count"
-
-    def state(self):
-        operations = self.db.execute(
-            "SELECT id, input_digest, state, charge_id FROM operations ORDER BY id").fetchall()
-        return {
-            "blind": self.blind,
-            "key_window_hours": self.ex09.KEY_WINDOW_SECONDS / 3600,
-            "key_trusted_hours": (BLIND_TRUST_SECONDS if self.blind
-                                  else self.ex09.KEY_TRUSTED_SECONDS) / 3600,
-            "time": self.clock.stamp(),
-            "steps": [dict(step, provider=list(step["provider"])) for step in self.steps],
-            "finished": self.finished(),
-            "provider": {"calls": self.provider.calls,
-                         "charges": [{"id": charge, "reference": reference}
-                                     for charge, reference in self.provider.charges.items()]},
-            "operations": [{"id": op_id, "digest": digest[:12], "state": state,
-                            "charge_id": charge_id}
-                           for op_id, digest, state, charge_id in operations],
-            "dead_letters": [{"id": message["id"], "inputs": dict(message["inputs"])}
-                             for message in self.dead_letters],
-            "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                      for key, text in O7_TASKS.items()],
-        }
+# What the page may call, through sims.api: "new" makes a Payment.
+API = {"make": Payment, "methods": {"configure", "run", "step", "state"},
+       "functions": {}}
 
 
 # ---- the text program
@@ -675,18 +465,6 @@ def print_run(sim):
     print(state["difference"])
 
 
-def print_o7(blind):
-    story = O7Story(blind=blind)
-    try:
-        while story.next() is None:
-            step = story.steps[-1]
-            print(f"{step['time']}  {step['who']} {step['text']}")
-            for line in step["provider"]:
-                print(f"{'':13}{line}")
-    finally:
-        story.close()
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Charging Alice through a flaky bank.")
     parser.add_argument("--seed", type=int, default=1, help="repeat the same run of chances")
@@ -695,13 +473,7 @@ def main(argv=None):
     parser.add_argument("--charges", type=int, default=5)
     parser.add_argument("--attempts", type=int, default=5)
     parser.add_argument("--no-jitter", action="store_true", help="wait each ceiling in full")
-    parser.add_argument("--o7", action="store_true", help="Chapter 10's O7, step by step")
-    parser.add_argument("--blind", action="store_true",
-                        help="with --o7: trust the provider's keys for 48 h")
     options = parser.parse_args(argv)
-    if options.o7:
-        print_o7(options.blind)
-        return
     sim = Payment(seed=options.seed, keys=options.keys, charges=options.charges,
                   attempts=options.attempts, jitter=not options.no_jitter)
     try:

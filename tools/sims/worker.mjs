@@ -15,7 +15,8 @@ async function boot() {
     throw new Error(`course.zip could not be fetched (HTTP ${response.status})`);
   }
   pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/course" });
-  pyodide.runPython("import sys; sys.path[:0] = ['/course', '/course/capstone']");
+  // course.zip is laid out as the repository: tools/sims/ and code/.
+  pyodide.runPython("import sys; sys.path.insert(0, '/course/tools')");
   api = pyodide.pyimport("sims.api");
 }
 

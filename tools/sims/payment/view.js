@@ -3,7 +3,7 @@
 // expected and actual balance side by side. (Chapter 10's O7 story is
 // o7.js.)
 
-import { el, player, scrolling, taskList } from "./dom.js";
+import { el, player, scrolling, taskList } from "../dom.js";
 
 const STEP_MS = 500;
 
@@ -11,7 +11,7 @@ function dollars(cents) {
   return `$${(cents / 100).toFixed(2)}`;
 }
 
-export function payment(body, { act, announce }) {
+export default function payment(body, { act, announce }) {
   let finished = false;
   const inputs = {
     lost_request: el("input", { type: "range", min: "0", max: "0.5", step: "0.05", value: "0.3",

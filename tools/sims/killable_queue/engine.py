@@ -12,7 +12,7 @@ so the same actions always give the same run, and it runs in the browser
 (Pyodide has no threads and its time.sleep does not wait).
 
 Run the scripted story in a terminal:
-    python3 tools/sims/killable_queue.py
+    python3 -m tools.sims killable-queue
 Or drive it from Python:
     sim = KillableQueue()
     sim.enqueue(3); sim.tick(2.2); sim.kill(0); sim.tick(4); sim.state()
@@ -21,14 +21,12 @@ import argparse
 import collections
 import json
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
-CAPSTONE = Path(__file__).resolve().parents[2] / "code" / "capstone"
-if str(CAPSTONE) not in sys.path:
-    sys.path.insert(0, str(CAPSTONE))
-import tinyq  # noqa: E402
+from .. import course
+
+tinyq = course.module("capstone/tinyq.py")
 
 SEND_SECONDS = 2.0      # talking to the mail server
 ACK_SECONDS = 0.5       # sent, not yet acknowledged: long enough to kill it there
@@ -346,6 +344,12 @@ class KillableQueue:
             "holder": self.holder.get((job_id, token)),
             "lease_left": round(until - self.now(), 3) if status == "running" else None,
         } for job_id, args, status, attempts, token, until in rows]
+
+
+# What the page may call, through sims.api: "new" makes a KillableQueue.
+API = {"make": KillableQueue,
+       "methods": {"enqueue", "kill", "restart", "set_lease", "tick", "step", "state"},
+       "functions": {}}
 
 
 # ---- the text program: one scripted story

@@ -10,7 +10,7 @@ workers' steps, each on a fresh database, and counts those that send an
 email twice.
 
 Run it in a terminal (the counts, then one duplicate replayed step by step):
-    python3 tools/sims/race.py [--jobs N]
+    python3 -m tools.sims race [--jobs N]
 Or drive it from Python:
     race = Race("naive"); race.step(0); race.step(1); race.state()
 """
@@ -21,15 +21,13 @@ import inspect
 import itertools
 import shutil
 import sqlite3
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
-CODE = Path(__file__).resolve().parents[2] / "code"
-if str(CODE) not in sys.path:
-    sys.path.insert(0, str(CODE))
-import ex05_two_workers as ex05  # noqa: E402  (it only defines things on import)
+from .. import course
+
+ex05 = course.module("ex05_two_workers.py")
 
 CLAIMS = ("naive", "atomic")
 WORKERS = ("worker 1", "worker 2")      # what ex05 writes in the worker column
@@ -376,6 +374,11 @@ def every_interleaving(claim, jobs=1):
         race.close()
     return {"claim": claim, "jobs": jobs, "schedules": schedules,
             "duplicates": len(duplicates), "example": min(duplicates, default=None)}
+
+
+# What the page may call, through sims.api: "new" makes a Race.
+API = {"make": Race, "methods": {"step", "reset", "state"},
+       "functions": {"every_interleaving": every_interleaving}}
 
 
 # ---- the text program

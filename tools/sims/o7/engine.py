@@ -1,0 +1,170 @@
+"""The O7 story (Chapter 10), one line at a time: the story that
+`python3 ex09_charge_worker.py o7` prints, told by the same code. Exercise
+9's replay_o7() yields each line of its timeline before doing what the line
+says; the command line prints the lines, and this engine shows them one per
+step, each with what the provider printed while it was done.
+
+So a step runs ex09 up to the next line: the line shown is done at once,
+and the next one waits, unseen, for the next step. The state (the
+provider's charges, the operations, the dead letters) is ex09's own.
+
+O7Story(blind=True) trusts the provider's keys for 48 hours instead of
+ex09's 23, the chapter's Break It: it sets ex09.KEY_TRUSTED_SECONDS on the
+loaded module while ex09's code runs, and puts it back after.
+
+Time is virtual (ex09's Clock): nothing sleeps and nothing reads the wall
+clock, so it runs the same in the browser (Pyodide).
+
+Run it in a terminal, from the course's folder:
+    python3 -m tools.sims o7 [--blind]
+Or drive it from Python:
+    story = O7Story(); story.next(); story.state()
+"""
+import argparse
+import contextlib
+import io
+
+from .. import course
+
+ex09 = course.module("ex09_charge_worker.py")
+
+BLIND_TRUST_SECONDS = 48 * 3600          # the chapter's Break It
+TASKS = {
+    "reconcile": "see a redelivery after the key window reconciled, not charged again",
+    "blind": "trust the key past its window and see a second charge",
+}
+
+
+class O7Story:
+    """Operation O7 (North, invoice 7, $50.00) and a later O8: a crash after
+    the provider's commit, a redelivery with the same key, a changed amount
+    refused, and O8 back 26 hours later, past the provider's key window,
+    reconciled (or, blind, charged again)."""
+
+    def __init__(self, blind=False):
+        self.earned = set()
+        self.db = self.story = None
+        self.reset(blind)
+
+    def reset(self, blind=None):
+        """Back to before 12:00; blind, if given, says whether the worker
+        trusts keys past the provider's window. What was earned stays."""
+        if blind is not None:
+            if not isinstance(blind, bool):
+                raise ValueError(f"blind must be true or false, not {blind!r}")
+            self.blind = blind
+        self.close()
+        self.clock = ex09.Clock()
+        self.db = ex09.open_db(":memory:")
+        self.provider = ex09.Provider(self.clock, first_charge=9)
+        self.dead_letters = []
+        self.story = ex09.replay_o7(self.clock, self.db, self.provider, self.dead_letters)
+        self.steps = []
+        _, self.coming = self._run()            # the first line, not shown yet
+
+    def close(self):
+        if self.story is not None:
+            self.story.close()
+        if self.db is not None:
+            self.db.close()
+
+    def finished(self):
+        return self.coming is None
+
+    def next(self):
+        """Show the next line, and do what it says. Says why not, once the
+        story is over."""
+        if self.finished():
+            return "the story is over: reset to see it again"
+        time, text = self.coming
+        charged = self._charged()
+        provider, self.coming = self._run()
+        self.steps.append({"n": len(self.steps) + 1, "time": time, "text": text,
+                           "provider": provider})
+        self._earn(self._charged().keys() - charged.keys())
+        return None
+
+    def _run(self):
+        """ex09's story, up to its next line: what the provider printed on
+        the way, and the line (None at the story's end)."""
+        printed = io.StringIO()
+        with self._trust(), contextlib.redirect_stdout(printed):
+            line = next(self.story, None)
+        return [text.strip() for text in printed.getvalue().splitlines()], line
+
+    @contextlib.contextmanager
+    def _trust(self):
+        """Blind: ex09's worker trusts the provider's keys for 48 hours, while
+        its code runs."""
+        kept = ex09.KEY_TRUSTED_SECONDS
+        if self.blind:
+            ex09.KEY_TRUSTED_SECONDS = BLIND_TRUST_SECONDS
+        try:
+            yield
+        finally:
+            ex09.KEY_TRUSTED_SECONDS = kept
+
+    def _charged(self):
+        """The operations our records say are charged, and when each started."""
+        return dict(self.db.execute(
+            "SELECT id, started_at FROM operations WHERE state = 'charged'"))
+
+    def _earn(self, just_charged):
+        """Earn a task when this step recorded an operation past the
+        provider's key window: charged once (reconciled) or twice (blind)."""
+        charges = list(self.provider.charges.values())
+        started = self._charged()
+        for op_id in just_charged:
+            if self.clock() - started[op_id] > ex09.KEY_WINDOW_SECONDS:
+                self.earned.add("reconcile" if charges.count(op_id) == 1 else "blind")
+
+    def state(self):
+        operations = self.db.execute(
+            "SELECT id, input_digest, state, charge_id FROM operations ORDER BY id").fetchall()
+        return {
+            "blind": self.blind,
+            "key_window_hours": ex09.KEY_WINDOW_SECONDS / 3600,
+            "key_trusted_hours": (BLIND_TRUST_SECONDS if self.blind
+                                  else ex09.KEY_TRUSTED_SECONDS) / 3600,
+            "time": self.steps[-1]["time"] if self.steps else "",
+            "steps": [dict(step, provider=list(step["provider"])) for step in self.steps],
+            "finished": self.finished(),
+            "provider": {"calls": self.provider.calls,
+                         "charges": [{"id": charge, "reference": reference}
+                                     for charge, reference in self.provider.charges.items()]},
+            "operations": [{"id": op_id, "digest": digest[:12], "state": state,
+                            "charge_id": charge_id}
+                           for op_id, digest, state, charge_id in operations],
+            "dead_letters": [{"id": message["id"], "inputs": dict(message["inputs"])}
+                             for message in self.dead_letters],
+            "tasks": [{"id": key, "text": text, "done": key in self.earned}
+                      for key, text in TASKS.items()],
+        }
+
+
+# What the page may call, through sims.api: "new" makes an O7Story.
+API = {"make": O7Story, "methods": {"next", "reset", "state"}, "functions": {}}
+
+
+# ---- the text program: the lines as ex09 prints them
+
+def print_o7(blind):
+    story = O7Story(blind=blind)
+    try:
+        while story.next() is None:
+            step = story.steps[-1]
+            print(f"{step['time']:13}{step['text']}")
+            for line in step["provider"]:
+                print(f"{'':13}{line}")
+    finally:
+        story.close()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Chapter 10's O7, step by step.")
+    parser.add_argument("--blind", action="store_true", help="trust the provider's keys for 48 h")
+    print_o7(parser.parse_args(argv).blind)
+
+
+if __name__ == "__main__":
+    main()
