@@ -502,8 +502,8 @@ def replay_o7(clock, db, provider, dead):
 
 def print_o7():
     clock = Clock()
-    for time, text in replay_o7(clock, open_db(":memory:"), Provider(clock, first_charge=9), []):
-        print(f"{time:13}{text}")
+    for stamp, text in replay_o7(clock, open_db(":memory:"), Provider(clock, first_charge=9), []):
+        print(f"{stamp:13}{text}")
 
 
 CRASH_POINTS = {"before-call": "before the call",
