@@ -18,7 +18,7 @@ NODE_INSTALLED := node_modules/installed
 
 ifdef WORK
 # grading needs neither the browser nor the site tools
-# --work runs only the tests that use the learner's files (GRADED, tests/guide_plugin.py)
+# --work runs only the tests that use the learner's files (GRADED, tools/harness/plugin.py)
 PYTEST_ARGS := --work="$(abspath $(WORK))"
 CHECK_NEEDS := $(INSTALLED)
 else

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import console
+from harness import sandbox
 
 
 class Clock:
@@ -42,18 +42,18 @@ def require(folder, name):
 def fresh_copy(folder):
     """A copy of folder's sources in a scratch folder of its own, as
     scratch/work, removed afterwards; scratch/ has room for more (a clock)."""
-    with tempfile.TemporaryDirectory(dir=console.SCRATCH) as scratch:
+    with tempfile.TemporaryDirectory(dir=sandbox.SCRATCH) as scratch:
         copy = Path(scratch) / "work"
-        console.copy_sources(folder, copy)
+        sandbox.copy_sources(folder, copy)
         yield copy
 
 
 def import_learner_file(path, name):
     """The Python file at path (a learner's, or code/'s) as a module called
     name. The file is first imported once in a child process with limits
-    (console.import_fails): one that hangs or crashes on import fails the
+    (sandbox.import_fails): one that hangs or crashes on import fails the
     test with the reason instead of stopping the run."""
-    problem = console.import_fails(path)
+    problem = sandbox.import_fails(path)
     if problem:
         pytest.fail(problem)
     spec = importlib.util.spec_from_file_location(name, path)

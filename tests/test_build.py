@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from build import BuildError, python_for_build
-import markup
+import guide
 from pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,12 +22,10 @@ def build(*args):
 
 def chapter_titles():
     """The level-1 headings of guide.md, outside code blocks, in order."""
-    titles, lines = [], (ROOT / "guide.md").read_text(encoding="utf-8").splitlines()
-    code_lines = set()
-    for event in markup.scan(lines):
-        if event[0] == "code":
-            block = event[1]
-            code_lines.update(range(block.line, block.line + len(block.body) + 2))
+    text = (ROOT / "guide.md").read_text(encoding="utf-8")
+    titles, lines, code_lines = [], text.splitlines(), set()
+    for block in guide.blocks(text):
+        code_lines.update(range(block.line, block.line + len(block.body) + 2))
     for number, line in enumerate(lines, 1):
         if line.startswith("# ") and number not in code_lines:
             titles.append(line[2:].split(" {")[0].strip())
@@ -73,19 +71,18 @@ def test_every_internal_link_and_anchor_resolves(site):
 
 def test_every_listing_is_exactly_its_source(site):
     """The listings of the one-page guide, in order, against the files they include."""
-    lines = (ROOT / "guide.md").read_text(encoding="utf-8").splitlines()
-    includes = [event[1] for event in markup.scan(lines)
-                if event[0] == "code" and "include" in event[1].attrs]
+    includes = [block for block in guide.read_guide(ROOT / "guide.md")
+                if "include" in block.attributes]
     shown = Page(site / "all.html").listing_texts()
     assert len(shown) == len(includes) > 0
     for block, text in zip(includes, shown):
-        source, _ = markup.include(block, ROOT)
+        source, _ = guide.include(block, ROOT)
         assert text == source, f"guide.md:{block.line}: the listing differs from its file"
 
 
 def test_the_markdown_download_has_every_include_filled(site):
     text = (site / "guide.md").read_text(encoding="utf-8")
-    expanded, _ = markup.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)
+    expanded, _ = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)
     assert text == expanded
     assert "def signup(address):" in text
 
@@ -101,11 +98,8 @@ def test_the_font_has_every_character_of_every_diagram_and_listing():
     from fontTools.ttLib import TTFont
     drawn = set(TTFont(ROOT / "tools" / "static" / "fonts" / "course-mono.woff2")
                 .getBestCmap())
-    text = markup.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)[0]
-    lines, used = text.splitlines(), set()
-    for event in markup.scan(lines):
-        if event[0] == "code":
-            used.update(ord(c) for line in event[1].body for c in line)
+    text = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)[0]
+    used = {ord(c) for block in guide.blocks(text) for line in block.body for c in line}
     missing = sorted(chr(c) for c in used - drawn)
     assert not missing, f"not in tools/static/fonts/course-mono.woff2: {missing}"
 

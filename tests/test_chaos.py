@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-import console
+from harness import sandbox
 from helpers import fresh_copy, require
 
 capstone = pytest.mark.exercise("capstone/chaos.py")
@@ -45,9 +45,9 @@ def run_chaos(folder, options, env="", timewarp=TIMEWARP, claims_capped=True):
     told otherwise, it also proves that no job was claimed more than
     MAX_ATTEMPTS times."""
     with fresh_copy(folder) as copy:
-        status, output = console.run(f"{env} python3 chaos.py {options}", copy / "capstone",
+        status, output = sandbox.run(f"{env} python3 chaos.py {options}", copy / "capstone",
                                      timewarp=timewarp,
-                                     clock=console.new_clock(copy.parent / "clock"))
+                                     clock=sandbox.new_clock(copy.parent / "clock"))
         if claims_capped:
             claims_within_the_limit(copy / "capstone", output)
         return status, output
@@ -187,7 +187,7 @@ def test_the_same_seed_replays_the_same_run(folder):
 def test_a_crash_point_after_the_transaction_changes_nothing(folder):
     """Study Drill: moving the in-transaction crash point after the block
     still passes: by then the points and the job's done are committed."""
-    console.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
+    sandbox.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
         with job.complete() as db:
             db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
                        (POINTS, job.args["customer"]))
@@ -201,7 +201,7 @@ def test_a_crash_point_after_the_transaction_changes_nothing(folder):
 def test_points_outside_complete_fail_the_points_audit(folder):
     """Study Drill: points written on their own, then the ack, with a crash
     point between: a retry awards them again, and only points go wrong."""
-    console.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
+    sandbox.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
         queue.db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
                          (POINTS, job.args["customer"]))
         maybe_crash("after the points, before the ack")
@@ -215,7 +215,7 @@ def test_points_outside_complete_fail_the_points_audit(folder):
 
 
 def loosen_the_guard(folder):
-    console.apply_edit(folder, "capstone/tinyq.py",
+    sandbox.apply_edit(folder, "capstone/tinyq.py",
                        "WHERE id = :id AND token = :token AND status = 'running'",
                        "WHERE id = :id")
 
@@ -223,9 +223,9 @@ def loosen_the_guard(folder):
 def stall_inside_a_tiny_lease(folder):
     """A lease of 1 ms, and a points handler that stalls for 10 ms before its
     transaction, as a worker does in a garbage-collection pause."""
-    console.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 0.001")
-    console.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
-    console.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
+    sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 0.001")
+    sandbox.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
+    sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
                        'maybe_crash("before the points")\n        time.sleep(0.01)\n')
 
 
@@ -261,7 +261,7 @@ def test_a_stall_inside_a_lease_longer_than_the_work_parks_nothing(folder):
     """Study Drill 4, last step: the same stall under the shop's own lease of
     0.5 s. The lease outlasts the work, and every job ends done."""
     stall_inside_a_tiny_lease(folder)
-    console.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.001", "LEASE_SECONDS = 0.5")
+    sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.001", "LEASE_SECONDS = 0.5")
     for seed, (status, output) in chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4)).items():
         assert status == 0 and "AUDIT PASSED: 20 customers" in output, (seed, output)
         assert dead_jobs(output) == 0, (seed, output)
@@ -271,8 +271,8 @@ def slow_points(folder, heartbeat):
     """Study Drill 6: points that take four steps of 0.2 s, under a lease of
     0.5 s, with or without a heartbeat after each step."""
     beat = "\n            job.heartbeat()" if heartbeat else ""
-    console.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
-    console.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
+    sandbox.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
+    sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
                        'maybe_crash("before the points")\n        for step in range(4):\n'
                        f'            time.sleep(0.2){beat}\n')
 
@@ -304,13 +304,13 @@ def test_without_burying_a_run_of_poison_jobs_never_ends(folder):
     run ends; take BURY out of claim(), and the expired jobs are claimed
     again and again until the time limit stops the run as stuck."""
     # Three attempts, so that the run with BURY ends well inside the limit.
-    console.apply_edit(folder, "capstone/shop.py", "MAX_ATTEMPTS = 25", "MAX_ATTEMPTS = 3")
-    console.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
+    sandbox.apply_edit(folder, "capstone/shop.py", "MAX_ATTEMPTS = 25", "MAX_ATTEMPTS = 3")
+    sandbox.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
                        "TIME_LIMIT_SECONDS = 5")
     options = "--seed 1 --chaos 1 --customers 2"
     status, output = run_chaos(folder, options)
     assert status == 0 and dead_jobs(output) == 6, output
-    console.apply_edit(folder, "capstone/tinyq.py",
+    sandbox.apply_edit(folder, "capstone/tinyq.py",
                        '            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})\n',
                        "")
     status, output = run_chaos(folder, options, claims_capped=False)
@@ -321,8 +321,8 @@ def test_without_burying_a_run_of_poison_jobs_never_ends(folder):
 def test_a_stuck_run_ends_with_exit_status_2(folder):
     """With leases that never run out, a crashed worker's job is stuck for
     good: the time limit ends the run with a message, and no verdict."""
-    console.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 1e9")
-    console.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
+    sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 1e9")
+    sandbox.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
                        "TIME_LIMIT_SECONDS = 1")
     status, output = run_chaos(folder, "--seed 1 --chaos 0.3")
     assert status == 2, output

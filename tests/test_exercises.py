@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-import console
-import fences
+import guide
+from harness import catalogue, sandbox
 from helpers import Clock, TopOfRange, fresh_copy, import_learner_file, require
 
 exercise = pytest.mark.exercise
@@ -34,7 +34,7 @@ def folder(request, source_folder):
 
 def run_script(folder, script, **options):
     (folder / "claim.py").write_text(script)
-    return console.run("python3 claim.py", folder, **options)
+    return sandbox.run("python3 claim.py", folder, **options)
 
 
 def numbers(pattern, text):
@@ -46,9 +46,9 @@ def numbers(pattern, text):
 @exercise("ex01_slow_signup.py")
 def test_ex01_a_failing_email_fails_a_signup_whose_account_exists(folder):
     """When sending the email fails, the signup fails, yet its account exists."""
-    console.apply_edit(folder, "ex01_slow_signup.py", "time.sleep(MAIL_SERVER_SECONDS)",
+    sandbox.apply_edit(folder, "ex01_slow_signup.py", "time.sleep(MAIL_SERVER_SECONDS)",
                        "raise ConnectionError('mail server unreachable')")
-    status, output = console.run("python3 ex01_slow_signup.py", folder)
+    status, output = sandbox.run("python3 ex01_slow_signup.py", folder)
     assert status != 0 and "ConnectionError: mail server unreachable" in output, output
     created = output.find("ann@example.com: account created")
     assert 0 <= created < output.find("Traceback"), output
@@ -73,7 +73,7 @@ def test_ex01_a_signup_waits_as_long_as_the_mail_server(folder):
                           path.read_text())
     assert count == 1, "ex01_slow_signup.py should set MAIL_SERVER_SECONDS once"
     path.write_text(text)
-    status, output = console.run("python3 ex01_slow_signup.py", folder, timewarp=500)
+    status, output = sandbox.run("python3 ex01_slow_signup.py", folder, timewarp=500)
     assert status == 0, output
     waits = numbers(r"signup answered after ([\d.]+) s", output)
     assert len(waits) == 3 and all(30 <= wait < 30.5 for wait in waits), output
@@ -126,7 +126,7 @@ except TypeError:
 @exercise("ex03_memory_queue.py")
 def test_ex03_quitting_loses_the_waiting_jobs(folder):
     """--quit exits at once, cleanly, with 3 emails unsent and none sent."""
-    status, output = console.run("python3 ex03_memory_queue.py --quit", folder)
+    status, output = sandbox.run("python3 ex03_memory_queue.py --quit", folder)
     assert status == 0, output
     assert "3 emails not sent" in output and "email sent" not in output
     # promptly: it quits before the first email could have been sent
@@ -137,7 +137,7 @@ def test_ex03_quitting_loses_the_waiting_jobs(folder):
 @exercise("ex03_memory_queue.py")
 def test_ex03_the_worker_sends_every_email_in_order_and_signups_do_not_wait(folder):
     """All 3 emails are sent, in order, and each signup answers in under 50 ms."""
-    status, output = console.run("python3 ex03_memory_queue.py", folder)
+    status, output = sandbox.run("python3 ex03_memory_queue.py", folder)
     assert status == 0, output
     assert re.findall(r"welcome email sent to (\S+)", output) == NEW_USERS
     waits = numbers(r"answered after ([\d.]+) ms", output)
@@ -152,29 +152,29 @@ def test_ex03_the_worker_sends_every_email_in_order_and_signups_do_not_wait(fold
 class Terminals:
     """Commands started side by side in one folder, on one shared virtual clock."""
 
-    def __init__(self, folder, timewarp=console.TIMEWARP_FACTOR):
+    def __init__(self, folder, timewarp=sandbox.TIMEWARP_FACTOR):
         self.folder = folder
         bin_folder = folder.parent / "bin"
         bin_folder.mkdir()
-        self.env = console.child_environment(console.link_python(bin_folder), timewarp,
-                                             console.new_clock(folder.parent / "clock"))
+        self.env = sandbox.child_environment(sandbox.link_python(bin_folder), timewarp,
+                                             sandbox.new_clock(folder.parent / "clock"))
         self.started = []
 
     def start(self, command):
-        process = console.Process(command, self.folder, self.env)
+        process = sandbox.Process(command, self.folder, self.env)
         self.started.append(process)
         return process
 
     def run(self, command):
         """Run a command to its end; return what it printed."""
         process = self.start(command)
-        assert process.wait_until(lambda lines, exited: exited, console.COMMAND_TIMEOUT), \
+        assert process.wait_until(lambda lines, exited: exited, sandbox.COMMAND_TIMEOUT), \
             process.output()
         return process.output()
 
     def wait_for(self, process, text):
         process.wait_until(lambda lines, exited: exited or text in "".join(lines),
-                           console.COMMAND_TIMEOUT)
+                           sandbox.COMMAND_TIMEOUT)
         assert text in process.output(), f"never printed {text!r}:\n{process.output()}"
 
     def sleep(self, seconds):
@@ -184,7 +184,7 @@ class Terminals:
     def stop(self, process):
         """Ctrl-C, then wait for the process to finish."""
         process.interrupt()
-        assert process.wait_until(lambda lines, exited: exited, console.COMMAND_TIMEOUT), \
+        assert process.wait_until(lambda lines, exited: exited, sandbox.COMMAND_TIMEOUT), \
             process.output()
         return process.output()
 
@@ -440,7 +440,7 @@ def test_ex07_alice_loses_ten_dollars_per_lost_reply_and_nothing_per_lost_reques
 @exercise("ex07_retries.py")
 def test_ex07_without_lost_replies_every_balance_is_right(folder):
     """The drill: with LOST_REPLY = 0, Alice pays exactly what she owes, whatever the seed."""
-    console.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
+    sandbox.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
     for seed, (work, report) in runs_by_seed(folder, "ex07_retries.py").items():
         assert "TimeoutError" not in work and overcharge_cents(report) == 0, (seed, report)
 
@@ -450,7 +450,7 @@ def test_ex07_with_two_attempts_jobs_die_with_their_last_error(folder):
     """The Break It: with MAX_ATTEMPTS = 2, some jobs end dead, each showing its
     last error; some of them were charged, and for some of those the last
     error is a ConnectionError (an earlier attempt timed out)."""
-    console.apply_edit(folder, "ex07_retries.py", "MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2")
+    sandbox.apply_edit(folder, "ex07_retries.py", "MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2")
     runs = runs_by_seed(folder, "ex07_retries.py")
     dead_runs = charged_and_dead = hidden = 0
     for seed, (work, report) in runs.items():
@@ -486,9 +486,9 @@ def test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone(folder):
               for seed, (work, _) in runs_by_seed(folder, "ex07_retries.py").items()}
     reordered = 0
     for old, new in POLICY_CHANGES:
-        console.apply_edit(folder, "ex07_retries.py", old, new)
+        sandbox.apply_edit(folder, "ex07_retries.py", old, new)
         after = runs_by_seed(folder, "ex07_retries.py")
-        console.apply_edit(folder, "ex07_retries.py", new, old)
+        sandbox.apply_edit(folder, "ex07_retries.py", new, old)
         assert sorted(after) == sorted(before) == list(SEEDS)
         for seed, (work, _) in after.items():
             luck = {(job, attempt): outcome for job, attempt, outcome in before[seed]}
@@ -520,7 +520,7 @@ def test_ex07_the_waits_come_from_dice_of_their_own(folder):
     every = [fraction for work, _ in before.values() for fraction in fractions(work)]
     assert all(0 <= fraction <= 1 for fraction in every)
     assert min(every) < 0.05 and max(every) > 0.95
-    console.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
+    sandbox.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
     after = runs_by_seed(folder, "ex07_retries.py")
     compared = 0
     for seed in SEEDS:
@@ -538,7 +538,7 @@ def test_ex07_without_a_seed_each_run_has_new_luck(folder):
     in how long the worker waits."""
     logs = []
     for _ in range(4):
-        status, output = console.run("python3 ex07_retries.py setup && "
+        status, output = sandbox.run("python3 ex07_retries.py setup && "
                                      "python3 ex07_retries.py work", folder, timewarp=1000)
         assert status == 0, output
         logs.append(output)
@@ -697,7 +697,7 @@ def test_chapter_8_shows_exactly_the_parts_ex08_changes():
     """Chapter 8 includes every changed part of ex08 by pyobject=, and nothing
     else of it (its prose asks for `import uuid`, which has no listing)."""
     shown = {block.attributes.get("pyobject")
-             for block in fences.read_guide(console.ROOT / "guide.md")
+             for block in guide.read_guide(catalogue.ROOT / "guide.md")
              if block.attributes.get("include") == "code/ex08_idempotency.py"}
     assert shown == EX08_CHANGES - {"import uuid"}
 
@@ -979,9 +979,9 @@ def test_ex09_after_the_key_window_the_worker_reconciles(ex09):
 def test_ex09_trusting_keys_forever_charges_twice(folder):
     """Break It: with KEY_TRUSTED_SECONDS beyond the provider's window, the
     O7 command's late redelivery of O8 is a blind retry, and a second charge."""
-    console.apply_edit(folder, "ex09_charge_worker.py", "KEY_TRUSTED_SECONDS = 23 * 3600",
+    sandbox.apply_edit(folder, "ex09_charge_worker.py", "KEY_TRUSTED_SECONDS = 23 * 3600",
                        "KEY_TRUSTED_SECONDS = 48 * 3600")
-    status, output = console.run("python3 ex09_charge_worker.py o7", folder)
+    status, output = sandbox.run("python3 ex09_charge_worker.py o7", folder)
     assert status == 0, output
     assert "provider: new charge C11, key North/O8" in output
     assert "the provider made 3 charges for 2 operations" in output
@@ -1041,9 +1041,9 @@ def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancel
 def test_ex09_a_new_id_is_a_new_intent_and_a_new_charge(folder):
     """Study Drill 2: the $60.00 message under the id O7b is a new operation:
     the provider makes a new charge for it."""
-    console.apply_edit(folder, "ex09_charge_worker.py", 'changed = {"id": o7["id"],',
+    sandbox.apply_edit(folder, "ex09_charge_worker.py", 'changed = {"id": o7["id"],',
                        'changed = {"id": operation_id("North", "O7b"),')
-    status, output = console.run("python3 ex09_charge_worker.py o7", folder)
+    status, output = sandbox.run("python3 ex09_charge_worker.py o7", folder)
     assert status == 0 and "provider: new charge C10, key North/O7b" in output, output
 
 
@@ -1062,7 +1062,7 @@ def test_ex09_admission_prints_the_limits_it_has(folder, running, waiting):
     MAX_WAITING allows, and every limit it prints is the one it has."""
     set_constant(folder, "MAX_RUNNING", running)
     set_constant(folder, "MAX_WAITING", waiting)
-    status, output = console.run("python3 ex09_charge_worker.py admission", folder)
+    status, output = sandbox.run("python3 ex09_charge_worker.py admission", folder)
     assert status == 0, output
     limits = re.findall(r"(\d+) (?:operations )?(running|waiting)\b", output)
     assert limits and set(limits) <= {(str(running), "running"), (str(waiting), "waiting")}, \
@@ -1338,7 +1338,7 @@ def test_ex09_the_budget_command_prints_the_ratio_it_has(folder):
     """Study Drill 3: with RETRY_RATIO = 0.5, `budget` says so, and keeps the
     retries to half of the 100 requests."""
     set_constant(folder, "RETRY_RATIO", 0.5)
-    status, output = console.run("python3 ex09_charge_worker.py budget", folder)
+    status, output = sandbox.run("python3 ex09_charge_worker.py budget", folder)
     assert status == 0, output
     (retries,) = re.findall(r"(?m)^with a 50% retry budget: \d+ calls to the provider, (\d+)",
                             output)
@@ -1349,9 +1349,9 @@ def test_ex09_the_budget_command_prints_the_ratio_it_has(folder):
 def test_ex09_without_a_deadline_a_stalled_call_holds_the_slot(folder):
     """Study Drill 5: with no deadline passed down, W1 waits out the whole
     stall, far past its lease, before the operation is done."""
-    console.apply_edit(folder, "ex09_charge_worker.py",
+    sandbox.apply_edit(folder, "ex09_charge_worker.py",
                        "deadline=clock() + DEADLINE_SECONDS,", "")
-    status, output = console.run("python3 ex09_charge_worker.py deadline", folder)
+    status, output = sandbox.run("python3 ex09_charge_worker.py deadline", folder)
     assert status == 0, output
     assert "W1 gives its slot back after 600 s; dead letters: 0" in output, output
     assert "status of O9: done, charge C1" in output and "no answer" not in output
@@ -1454,7 +1454,7 @@ def test_ex09_the_spend_budget_is_shared_by_every_tenant(folder):
     """Study Drill 6: with a budget of $200.00, North's first charge takes the
     whole hour, and South's waits for the next, as North's second does."""
     set_constant(folder, "MAX_CENTS_PER_HOUR", 20000)
-    status, output = console.run("python3 ex09_charge_worker.py spend", folder)
+    status, output = sandbox.run("python3 ex09_charge_worker.py spend", folder)
     assert status == 0, output
     assert "provider: new charge C1, key North/B1" in output, output
     assert re.search(r"W2 runs South/B2 \(\$200\.00\)\n +refused: ", output), output
@@ -1467,7 +1467,7 @@ def test_ex09_the_spend_budget_is_shared_by_every_tenant(folder):
 def test_ex09_the_crash_command_ends_in_one_charge_at_every_point(folder, point, calls):
     """Study Drills 7 to 9: W1 dies at each of the three points, W2 gets
     the operation again, and the provider made exactly one charge."""
-    status, output = console.run(f"python3 ex09_charge_worker.py crash {point}", folder)
+    status, output = sandbox.run(f"python3 ex09_charge_worker.py crash {point}", folder)
     assert status == 0, output
     lines = output.splitlines()
     assert lines[-1] == f"the provider saw {calls} call{'s' * (calls > 1)} and made 1 charge", \

@@ -12,9 +12,10 @@ import shutil
 import subprocess
 import sys
 
-import console
+import guide
+from harness import catalogue, sandbox
 
-ROOT = console.ROOT
+ROOT = catalogue.ROOT
 CODE = ROOT / "code"
 
 # A learner's ex04 that writes outside its folder and deletes what is in it.
@@ -62,7 +63,7 @@ def test_a_class_is_graded_learner_by_learner(tmp_path):
     with (learners / "grades.csv").open() as table:
         rows = {row[0]: row for row in csv.reader(table)}
     header = rows.pop("learner")
-    exercises = console.exercises_in(console.fences.read_guide(ROOT / "guide.md"))
+    exercises = catalogue.exercises_in(guide.read_guide(ROOT / "guide.md"))
     assert header == ["learner", *exercises, "passed"]
     verdicts = dict(zip(exercises, rows["ann"][1:]))
     assert verdicts["ex01_slow_signup.py"] == "PASS"
@@ -136,7 +137,7 @@ def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path):
         if edits == [("", "")]:
             (learner / name).write_text("")
         for old, new in (edit for edit in edits if edit != ("", "")):
-            console.apply_edit(learner, name, old, new)
+            sandbox.apply_edit(learner, name, old, new)
 
     # Commands that wait for something a mistake prevents give up after 10 s.
     result = subprocess.run([sys.executable, "tools/grade.py", str(learner.parent)], cwd=ROOT,
@@ -167,7 +168,7 @@ def test_a_function_that_never_returns_is_a_timeout(tmp_path):
     learner = tmp_path / "loops"
     learner.mkdir()
     shutil.copy(CODE / "ex09_charge_worker.py", learner)
-    console.apply_edit(learner, "ex09_charge_worker.py", "    # 1. Write down what we are",
+    sandbox.apply_edit(learner, "ex09_charge_worker.py", "    # 1. Write down what we are",
                        "    while True:\n        pass\n    # 1. Write down what we are")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_exercises.py",

@@ -8,16 +8,15 @@ import sys
 import pytest
 from sybil import Document
 
-import console
-import fences
-import markup
+import guide
+from harness import catalogue, sessions
 
-GUIDE = console.ROOT / "guide.md"
-CODE = console.ROOT / "code"
+GUIDE = catalogue.ROOT / "guide.md"
+CODE = catalogue.ROOT / "code"
 
 
 def count_console_fences(text):
-    """Console blocks found by walking the lines, independently of Sybil's lexer."""
+    """Console blocks found by walking the lines, independently of tools/guide.py."""
     count, closing = 0, None
     for line in text.splitlines():
         stripped = line.strip()
@@ -33,7 +32,7 @@ def count_console_fences(text):
 
 
 def sybil_console_blocks(text):
-    return list(console.parse_console_blocks(Document(text, "guide.md")))
+    return list(sessions.parse_console_blocks(Document(text, "guide.md")))
 
 
 def test_every_console_block_is_collected():
@@ -45,7 +44,7 @@ def test_every_console_block_is_collected():
     # and pytest really collects them (a wrong Sybil path would silently skip guide.md)
     listing = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "guide.md"], cwd=console.ROOT, capture_output=True, text=True).stdout
+         "guide.md"], cwd=catalogue.ROOT, capture_output=True, text=True).stdout
     assert listing.count("guide.md::") == expected, listing
 
 
@@ -56,12 +55,12 @@ def test_the_fence_count_is_not_fooled():
 
 
 def include_blocks():
-    return [b for b in fences.read_guide(GUIDE) if "include" in b.attributes]
+    return [b for b in guide.read_guide(GUIDE) if "include" in b.attributes]
 
 
 def test_every_include_resolves():
     """The build's own reader expands every include of guide.md without error."""
-    markdown, origin = markup.expand(GUIDE.read_text(encoding="utf-8"), console.ROOT)
+    markdown, origin = guide.expand(GUIDE.read_text(encoding="utf-8"), catalogue.ROOT)
     assert len(origin) == len(markdown.splitlines())
 
 
@@ -74,22 +73,22 @@ def test_find_object(tmp_path):
     path = tmp_path / "q.py"
     path.write_text("class Queue:\n    @staticmethod\n    def claim():\n        pass\n\n"
                     "def work():\n    return 1\n\nSCHEMA = \"\"\"\nCREATE\n\"\"\"\n")
-    assert markup.find_object(path, "Queue", 1) == (1, 4)
-    assert markup.find_object(path, "Queue.claim", 1) == (2, 4)
-    assert markup.find_object(path, "work", 1) == (6, 7)
-    assert markup.find_object(path, "SCHEMA", 1) == (9, 11)
-    with pytest.raises(markup.GuideError, match="guide.md:9: pyobject 'Queue.work' not found"):
-        markup.find_object(path, "Queue.work", 9)
+    assert guide.find_object(path, "Queue", 1) == (1, 4)
+    assert guide.find_object(path, "Queue.claim", 1) == (2, 4)
+    assert guide.find_object(path, "work", 1) == (6, 7)
+    assert guide.find_object(path, "SCHEMA", 1) == (9, 11)
+    with pytest.raises(guide.GuideError, match="guide.md:9: pyobject 'Queue.work' not found"):
+        guide.find_object(path, "Queue.work", 9)
 
 
 def test_pandoc_attributes():
-    assert markup.parse_attributes("console", 1) == (["console"], {})
-    assert markup.parse_attributes('{.python #ex1 include="code/a.py" lines=3-9}', 1) == (
+    assert guide.parse_attributes("console", 1) == (["console"], {})
+    assert guide.parse_attributes('{.python #ex1 include="code/a.py" lines=3-9}', 1) == (
         ["python"], {"id": "ex1", "include": "code/a.py", "lines": "3-9"})
-    assert markup.parse_attributes(r'{.console edit="f: say(\"hi\") => x"}', 1) == (
+    assert guide.parse_attributes(r'{.console edit="f: say(\"hi\") => x"}', 1) == (
         ["console"], {"edit": 'f: say("hi") => x'})
-    with pytest.raises(markup.GuideError, match="guide.md:7: cannot read attributes"):
-        markup.parse_attributes('{.console edit="unterminated}', 7)
+    with pytest.raises(guide.GuideError, match="guide.md:7: cannot read attributes"):
+        guide.parse_attributes('{.console edit="unterminated}', 7)
 
 
 @pytest.mark.parametrize("markdown, message", [
@@ -110,15 +109,15 @@ def test_pandoc_attributes():
     ('# A\n\n```console\n$ true\n', "guide.md:3: code block is never closed"),
 ])
 def test_markup_mistakes_name_their_line(markdown, message):
-    with pytest.raises(markup.GuideError) as error:
-        markup.expand(markdown, console.ROOT)
+    with pytest.raises(guide.GuideError) as error:
+        guide.expand(markdown, catalogue.ROOT)
     assert str(error.value).startswith(message)
 
 
 def test_a_listing_expands_to_exactly_its_source():
-    markdown, _ = markup.expand(
+    markdown, _ = guide.expand(
         '# A\n\n```{.python include="code/ex02_jobs.py" pyobject="make_job"}\n```\n',
-        console.ROOT)
+        catalogue.ROOT)
     source = (CODE / "ex02_jobs.py").read_text().splitlines()
     first = next(n for n, line in enumerate(source, 1) if line.startswith("def make_job"))
     body = markdown.split("```")[1].split("\n", 1)[1]
@@ -141,7 +140,7 @@ def demo_folder(tmp_path):
 
 def test_unknown_console_attribute_fails_loudly(demo_folder):
     block = fixture_block('{.console colour="green"}')
-    assert console.check_block(block, demo_folder) == \
+    assert sessions.check_block(block, demo_folder) == \
         "guide.md:3: unknown console attribute colour"
 
 
@@ -152,24 +151,24 @@ def test_unknown_console_attribute_fails_loudly(demo_folder):
     ("ex99_demo.py: hello", "is not of the form FILE: OLD => NEW"),
 ])
 def test_bad_edit_fails_with_guide_line(demo_folder, edit, complaint):
-    message = console.check_block(fixture_block(f'{{.console edit="{edit}"}}'), demo_folder)
+    message = sessions.check_block(fixture_block(f'{{.console edit="{edit}"}}'), demo_folder)
     assert message.startswith("guide.md:3: ") and complaint in message
 
 
 def test_a_good_edit_changes_only_the_copy(demo_folder):
     block = fixture_block('{.console edit="ex99_demo.py: hello again => bye"}',
                           "$ python3 ex99_demo.py\nhello\nbye\n")
-    assert console.check_block(block, demo_folder) is None
+    assert sessions.check_block(block, demo_folder) is None
     assert "hello again" in (demo_folder / "ex99_demo.py").read_text()
 
 
 def test_a_missing_exercise_file_fails_the_block(tmp_path):
-    assert console.check_block(fixture_block("console"), tmp_path) == \
+    assert sessions.check_block(fixture_block("console"), tmp_path) == \
         f"guide.md:3: ex99_demo.py is missing from {tmp_path}"
 
 
 def test_output_before_any_command_is_an_error(demo_folder):
-    message = console.check_block(fixture_block("console", "hello\n$ true\n"), demo_folder)
+    message = sessions.check_block(fixture_block("console", "hello\n$ true\n"), demo_folder)
     assert message == "guide.md:4: output before the first `$ ` command"
 
 

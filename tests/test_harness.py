@@ -1,23 +1,26 @@
 """The harness itself: normalisation, comparison, the time warp, and proof
 that it can fail (a harness that always passes would keep no promise)."""
 
+import json
 import os
 import re
 import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from sybil import Document
 
-import console
-import fences
+import guide
+from harness import catalogue, compare, sandbox, sessions
 
-CODE = console.ROOT / "code"
-normalise = console.normalise
+CODE = catalogue.ROOT / "code"
+normalise = compare.normalise
 
 
 # ---------------------------------------------------------------- normalisation
@@ -60,7 +63,7 @@ def test_timings_that_vary_take_the_expected_value_in_the_same_unit():
 
 def test_what_is_not_a_timing():
     text = "3 signups (50 bytes) Python 3.11.7 42 seconds 0.5 sec v1.2s"
-    assert console.TIMING.findall(text) == []
+    assert compare.TIMING.findall(text) == []
 
 
 def test_pids_take_the_expected_value():
@@ -89,7 +92,7 @@ def test_pids_pair_by_identity_not_position():
 # ---------------------------------------------------------------- comparison
 
 def matches(expected, actual):
-    return console.output_matches(console.tidy(expected), console.tidy(actual))
+    return compare.output_matches(compare.tidy(expected), compare.tidy(actual))
 
 
 @pytest.mark.parametrize("actual", ["a\nz\n", "a\nb\nz\n", "a\nb\nc\nz\n"])
@@ -121,7 +124,7 @@ def test_columns_matter():
 
 def run_python(tmp_path, script):
     (tmp_path / "script.py").write_text(script)
-    status, output = console.run("python3 script.py", tmp_path)
+    status, output = sandbox.run("python3 script.py", tmp_path)
     assert status == 0, output
     return output
 
@@ -141,7 +144,7 @@ for before, after in zip(start[:3] + [n / 1e9 for n in start[3:]], end):
     print(after - before)
 """)
     real, *advances = map(float, output.split())
-    assert real == 2 / console.TIMEWARP_FACTOR
+    assert real == 2 / sandbox.TIMEWARP_FACTOR
     assert all(2 <= advance < 2.5 for advance in advances), advances
 
 
@@ -181,8 +184,8 @@ else:                                 # b waits for it without sleeping on the c
 @pytest.mark.parametrize("shared", [True, False])
 def test_processes_of_a_session_share_one_clock(tmp_path, shared):
     (tmp_path / "clock.py").write_text(CLOCK_SCRIPT)
-    clock = console.new_clock(tmp_path / "clock") if shared else None
-    status, output = console.run("python3 clock.py a 5 & python3 clock.py b 1 1 1 1 1; wait",
+    clock = sandbox.new_clock(tmp_path / "clock") if shared else None
+    status, output = sandbox.run("python3 clock.py a 5 & python3 clock.py b 1 1 1 1 1; wait",
                                  tmp_path, clock=clock)
     assert status == 0, output
     seen = {tuple(line.split()[:2]): float(line.split()[2]) for line in output.splitlines()}
@@ -196,8 +199,8 @@ def test_processes_of_a_session_share_one_clock(tmp_path, shared):
 
 def test_no_warp_without_timewarp(tmp_path):
     (tmp_path / "script.py").write_text("import time; print(time.sleep.__module__)\n")
-    _, warped = console.run("python3 script.py", tmp_path)
-    _, plain = console.run("TIMEWARP= python3 script.py", tmp_path)
+    _, warped = sandbox.run("python3 script.py", tmp_path)
+    _, plain = sandbox.run("TIMEWARP= python3 script.py", tmp_path)
     assert (warped.strip(), plain.strip()) == ("sitecustomize", "time")
 
 
@@ -205,26 +208,26 @@ def test_no_warp_without_timewarp(tmp_path):
 
 def what_you_should_see(exercise):
     """The first console block that runs the exercise as written (no edit)."""
-    return next(b for b in fences.read_guide(console.ROOT / "guide.md")
+    return next(b for b in guide.read_guide(catalogue.ROOT / "guide.md")
                 if "console" in b.classes and not b.attributes
-                and console.exercise_of(b) == exercise)
+                and catalogue.exercise_of(b) == exercise)
 
 
 def test_a_changed_word_is_caught(tmp_path):
     folder = tmp_path / "changed"
     shutil.copytree(CODE, folder)
-    console.apply_edit(folder, "ex01_slow_signup.py", "account created", "account made")
+    sandbox.apply_edit(folder, "ex01_slow_signup.py", "account created", "account made")
     block = what_you_should_see("ex01_slow_signup.py")
-    assert console.check_block(block, CODE) is None
-    message = console.check_block(block, folder)
+    assert sessions.check_block(block, CODE) is None
+    message = sessions.check_block(block, folder)
     assert message.startswith(f"guide.md:{block.line + 1}: `$ python3 ex01_slow_signup.py`")
     assert "-ann@example.com: account created" in message
     assert "+ann@example.com: account made" in message
 
 
 def test_a_command_that_hangs_is_stopped(tmp_path):
-    with pytest.raises(console.TranscriptError, match="still running after 1 s"):
-        console.run("echo started; sleep 30", tmp_path, timeout=1)
+    with pytest.raises(sandbox.TranscriptError, match="still running after 1 s"):
+        sandbox.run("echo started; sleep 30", tmp_path, timeout=1)
 
 
 # ---------------------------------------------------------------- sessions, terminals, ^C
@@ -333,14 +336,14 @@ def test_a_session_across_two_terminals(demo):
          $ python3 producer.py 1
          producer: queued job 3
          """))
-    assert console.check_text(text, demo) == dict.fromkeys(lines)
+    assert sessions.check_text(text, demo) == dict.fromkeys(lines)
     assert worker_groups_gone(demo)
 
 
 def test_a_block_alone_is_a_session_of_its_own(demo):
     text, lines = guide_text(("console", "$ python3 producer.py 1\nproducer: added job 1\n"),
                              ("console", "$ python3 producer.py 1\nproducer: added job 1\n"))
-    assert console.check_text(text, demo) == dict.fromkeys(lines)
+    assert sessions.check_text(text, demo) == dict.fromkeys(lines)
 
 
 @pytest.mark.parametrize("body", [
@@ -351,17 +354,17 @@ def test_a_block_alone_is_a_session_of_its_own(demo):
 def test_ctrl_c_at_a_moment(demo, body):
     # At 4 times faster, the 2 s sleep leaves 0.5 s to send ^C in.
     text, lines = guide_text(('{.console timewarp="4"}', body))
-    assert console.check_text(text, demo) == dict.fromkeys(lines)
+    assert sessions.check_text(text, demo) == dict.fromkeys(lines)
 
 
 def test_a_later_block_alone_names_the_first(demo):
     text, lines = guide_text(WORKER_STARTS, PRODUCER_ADDS_TWO, WORKER_DOES_THEM)
-    assert console.check_text(text, demo, only={lines[2]}) == {lines[2]: (
+    assert sessions.check_text(text, demo, only={lines[2]}) == {lines[2]: (
         f'guide.md:{lines[2]}: this block continues session "jobs", whose earlier blocks '
         f"did not all run before it; run the whole session, from its first block at "
         f"guide.md:{lines[0]}")}
     # The worker its first block started is stopped all the same.
-    assert console.check_text(text, demo, only={lines[0], lines[2]})[lines[2]].startswith(
+    assert sessions.check_text(text, demo, only={lines[0], lines[2]})[lines[2]].startswith(
         f'guide.md:{lines[2]}: this block continues session "jobs", whose earlier blocks')
     assert worker_groups_gone(demo)
 
@@ -370,7 +373,7 @@ def test_output_with_nothing_running_in_its_terminal(demo):
     text, lines = guide_text(WORKER_STARTS, ('{.console session="jobs" terminal="2"}', """
         producer: added job 1
         """), WORKER_DOES_THEM)
-    assert console.check_text(text, demo) == {
+    assert sessions.check_text(text, demo) == {
         lines[0]: None,
         lines[1]: f"guide.md:{lines[1] + 1}: output before the first `$ ` command, "
                   f'and nothing runs in terminal 2 of session "jobs"',
@@ -385,7 +388,7 @@ def test_a_wrong_line_in_a_continuation(demo):
          "$ python3 producer.py 2\nproducer: added job 1\n"),
         ('{.console session="jobs" terminal="2"}', "producer: added job 3\n"),  # it is job 2
         WORKER_DOES_THEM)
-    results = console.check_text(text, demo)
+    results = sessions.check_text(text, demo)
     assert results[lines[2]] == (
         f"guide.md:{lines[1] + 1}: `$ python3 producer.py 2` (terminal 2) printed something "
         f"else:\n--- expected (guide)\n+++ actual\n@@ -1,2 +1,2 @@\n producer: added job 1\n"
@@ -395,15 +398,15 @@ def test_a_wrong_line_in_a_continuation(demo):
 
 
 def test_a_wrong_line_of_a_running_command_fails_early(demo, monkeypatch):
-    monkeypatch.setattr(console, "EXIT_GRACE", 0.5)
+    monkeypatch.setattr(sessions, "EXIT_GRACE", 0.5)
     text, lines = guide_text(WORKER_STARTS, PRODUCER_ADDS_TWO, ('{.console session="jobs"}', """
         worker: did job 2
         ^C
         worker: stopped
         """))
     started = time.monotonic()
-    message = console.check_text(text, demo)[lines[2]]
-    assert time.monotonic() - started < console.SYNC_TIMEOUT / 2     # no waiting for it
+    message = sessions.check_text(text, demo)[lines[2]]
+    assert time.monotonic() - started < sandbox.SYNC_TIMEOUT / 2     # no waiting for it
     assert message == (
         f"guide.md:{lines[2] + 2}: `$ python3 worker.py` (terminal 1) (from guide.md:"
         f"{lines[0] + 1}) printed something else than the guide shows up to here:\n"
@@ -413,7 +416,7 @@ def test_a_wrong_line_of_a_running_command_fails_early(demo, monkeypatch):
 
 
 def test_a_sync_that_times_out(demo, monkeypatch):
-    monkeypatch.setattr(console, "SYNC_TIMEOUT", 0.5)
+    monkeypatch.setattr(sandbox, "SYNC_TIMEOUT", 0.5)
     text, lines = guide_text(WORKER_STARTS, PRODUCER_ADDS_TWO, ('{.console session="jobs"}', """
         worker: did job 1
         worker: did job 2
@@ -421,7 +424,7 @@ def test_a_sync_that_times_out(demo, monkeypatch):
         ^C
         worker: stopped
         """))
-    message = console.check_text(text, demo)[lines[2]]
+    message = sessions.check_text(text, demo)[lines[2]]
     assert message.startswith(
         f"guide.md:{lines[2] + 4}: `$ python3 worker.py` (terminal 1) (from guide.md:"
         f"{lines[0] + 1}) had not printed, after 0.5 s, what the guide shows up to here:\n")
@@ -437,9 +440,9 @@ def test_a_sync_that_times_out(demo, monkeypatch):
      "(terminal 1) is to start"),
 ], ids=["at the end", "before the next command"])
 def test_a_command_still_running(demo, monkeypatch, blocks, running, moment):
-    monkeypatch.setattr(console, "SYNC_TIMEOUT", 0.5)
+    monkeypatch.setattr(sandbox, "SYNC_TIMEOUT", 0.5)
     text, lines = guide_text(*blocks)
-    assert console.check_text(text, demo)[lines[1]].startswith(
+    assert sessions.check_text(text, demo)[lines[1]].startswith(
         f"guide.md:{lines[0] + 1}: {running} is still running "
         f"{moment.format(line=lines[1] + 1)} (0.5 s later); "
         f"end it with ^C in the transcript. Its last lines:\nworker: waiting for jobs\n")
@@ -448,7 +451,7 @@ def test_a_command_still_running(demo, monkeypatch, blocks, running, moment):
 
 def test_extra_lines_after_the_expected_ones(demo):
     text, lines = guide_text(('{.console timewarp="4"}', "$ python3 sender.py\nsending\n^C\n"))
-    assert console.check_text(text, demo)[lines[0]] == (
+    assert sessions.check_text(text, demo)[lines[0]] == (
         f"guide.md:{lines[0] + 1}: `$ python3 sender.py` printed something else:\n"
         f"--- expected (guide)\n+++ actual\n@@ -1 +1,3 @@\n sending\n+\n+stopped")
 
@@ -459,26 +462,26 @@ def test_extra_lines_after_the_expected_ones(demo):
 ], ids=["late timewarp", "unknown attribute"])
 def test_session_attribute_mistakes(demo, info, complaint):
     text, lines = guide_text(WORKER_STARTS, (info, "$ true\n"))
-    assert console.check_text(text, demo)[lines[1]].startswith(f"guide.md:{lines[1]}: {complaint}")
+    assert sessions.check_text(text, demo)[lines[1]].startswith(f"guide.md:{lines[1]}: {complaint}")
     assert worker_groups_gone(demo)
 
 
 def test_a_bad_timewarp(demo):
     text, lines = guide_text(('{.console timewarp="fast"}', "$ true\n"))
-    assert console.check_text(text, demo) == {
+    assert sessions.check_text(text, demo) == {
         lines[0]: f'guide.md:{lines[0]}: timewarp="fast" is not a positive number'}
 
 
 def test_a_bad_timings_value(demo):
     text, lines = guide_text(('{.console timings="any"}', "$ true\n"))
-    assert console.check_text(text, demo) == {
+    assert sessions.check_text(text, demo) == {
         lines[0]: f'guide.md:{lines[0]}: timings="any" should be timings="vary"'}
 
 
 def test_timings_vary_only_where_the_block_says_so(demo):
     slower = "$ echo took 9.0 s\ntook 1.5 s\n"      # the guide's run was faster
     text, lines = guide_text(('{.console timings="vary"}', slower), ("console", slower))
-    problems = console.check_text(text, demo)
+    problems = sessions.check_text(text, demo)
     assert problems[lines[0]] is None
     assert "printed something else" in problems[lines[1]]
 
@@ -490,7 +493,7 @@ def test_cd_moves_the_terminal_for_its_later_commands(demo):
         ('{.console session="cd"}', "$ cd capstone\n$ cat here.txt\ninside\n"),
         ('{.console session="cd"}', "$ cat here.txt\ninside\n"),
         ('{.console session="cd" terminal="2"}', "$ ls capstone\nhere.txt\n"))
-    assert console.check_text(text, demo) == dict.fromkeys(lines)
+    assert sessions.check_text(text, demo) == dict.fromkeys(lines)
 
 
 def test_a_session_belongs_to_the_exercise_it_names():
@@ -498,28 +501,36 @@ def test_a_session_belongs_to_the_exercise_it_names():
                          ('{.console session="q" terminal="2"}', "$ python3 ex97_queue.py\n"),
                          ('{.console session="q"}', "more output\n"),
                          ("console", "$ true\n"))
-    blocks = [region.parsed for region in console.parse_console_blocks(Document(text, "guide.md"))]
-    assert [console.exercise_of(block) for block in blocks] == ["ex97_queue.py"] * 3 + [None]
+    blocks = [region.parsed for region in sessions.parse_console_blocks(Document(text, "guide.md"))]
+    assert [catalogue.exercise_of(block) for block in blocks] == ["ex97_queue.py"] * 3 + [None]
 
 
 # ---------------------------------------------------------------- grading a WORK folder
 
 def grade(work, *tests):
     """make check WORK=... as a subprocess. With --work, pytest collects only
-    the tests that use the learner's files, never this one: no recursion."""
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *tests, f"--work={work}"],
-        cwd=console.ROOT, capture_output=True, text=True)
+    the tests that use the learner's files, never this one: no recursion.
+    The results file that grading reads says what the summary prints."""
+    with tempfile.TemporaryDirectory() as folder:
+        results_file = Path(folder) / "results.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *tests, f"--work={work}",
+             f"--results-json={results_file}"],
+            cwd=catalogue.ROOT, capture_output=True, text=True)
+        results = json.loads(results_file.read_text(encoding="utf-8"))
     verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/chaos)\.py)  (\w+)$", result.stdout,
                           re.MULTILINE)
-    return result.returncode, verdicts, result.stdout
+    assert [(name, each["verdict"]) for name, each in results["exercises"].items()] == \
+        verdicts, result.stdout
+    assert results["folder"] == str(Path(work).absolute())
+    return result.returncode, verdicts, result.stdout, results
 
 
-EXERCISES = console.exercises_in(fences.read_guide(console.ROOT / "guide.md"))
+EXERCISES = catalogue.exercises_in(guide.read_guide(catalogue.ROOT / "guide.md"))
 
 
 def test_an_empty_work_folder_fails_as_missing(tmp_path):
-    status, verdicts, output = grade(tmp_path)
+    status, verdicts, output, _ = grade(tmp_path)
     assert status != 0
     assert verdicts == [(name, "MISSING") for name in EXERCISES], output
 
@@ -528,9 +539,11 @@ def test_a_copy_of_the_reference_passes(tmp_path):
     """Every transcript, graded against a copy of code/. (The claims tests run
     against code/ in the main suite; grading them again would double its time.)"""
     shutil.copytree(CODE, tmp_path / "mine")
-    status, verdicts, output = grade(tmp_path / "mine", "guide.md")
+    status, verdicts, output, results = grade(tmp_path / "mine", "guide.md")
     assert status == 0, output
     assert verdicts == [(name, "PASS") for name in EXERCISES], output
+    assert results["console_blocks"] == len([b for b in guide.read_guide(catalogue.GUIDE)
+                                             if "console" in b.classes])
 
 
 def test_a_changed_exercise_fails_with_a_diff(tmp_path):
@@ -538,8 +551,8 @@ def test_a_changed_exercise_fails_with_a_diff(tmp_path):
     (tmp_path / "mine").mkdir()
     for name in ("ex01_slow_signup.py", "ex02_jobs.py"):
         shutil.copy(CODE / name, tmp_path / "mine")
-    console.apply_edit(tmp_path / "mine", "ex01_slow_signup.py", "account created", "account made")
-    status, verdicts, output = grade(tmp_path / "mine")
+    sandbox.apply_edit(tmp_path / "mine", "ex01_slow_signup.py", "account created", "account made")
+    status, verdicts, output, results = grade(tmp_path / "mine")
     assert status != 0
     assert verdicts == [("ex01_slow_signup.py", "FAIL"), ("ex02_jobs.py", "PASS")] + [
         (name, "MISSING") for name in EXERCISES[2:]], output
@@ -547,14 +560,22 @@ def test_a_changed_exercise_fails_with_a_diff(tmp_path):
     assert "    +ann@example.com: account made" in output
     assert "    reread: 1. The Waiter Who Cooks › Exercise 1: A Signup That Makes You Wait" \
         in output
+    # the results file holds what the summary prints under a FAIL
+    ex01 = results["exercises"]["ex01_slow_signup.py"]
+    assert ex01["reread"] == "1. The Waiter Who Cooks › Exercise 1: A Signup That Makes You Wait"
+    transcript = [problem for problem in ex01["problems"]
+                  if re.match(r"guide.md:\d+: `\$ python3 ex01_slow_signup.py` printed", problem)]
+    assert any("+ann@example.com: account made" in problem for problem in transcript), ex01
+    assert results["exercises"]["ex02_jobs.py"] == {"verdict": "PASS", "reread": None,
+                                                    "problems": []}
 
 
 # ---------------------------------------------------------------- a person's pace
 
 def test_a_persons_pause_is_quick_but_the_clock_sees_it(tmp_path):
-    clock = console.new_clock(tmp_path / "clock")
+    clock = sandbox.new_clock(tmp_path / "clock")
     start = time.monotonic()
-    console.pause(clock, 2, 20)
+    sandbox.pause(clock, 2, 20)
     real = time.monotonic() - start
     skip = struct.unpack("d", clock.read_bytes())[0]
     assert 0.1 <= real < 0.5, real               # 2 s at 20 times faster, plus a little
@@ -593,8 +614,8 @@ def test_a_persons_pace_can_fail_where_the_machines_passes(demo, lease, check_in
                                       f"took a lease of {lease} s\n"),
         (f'{{.console session="pace" terminal="{check_in}"}}', "$ python3 lease.py check\n"
                                                                "lease held\n"))
-    assert console.check_text(text, demo) == dict.fromkeys(lines)
-    assert console.check_text(text, demo, pace=1) == {lines[0]: None, lines[1]: (
+    assert sessions.check_text(text, demo) == dict.fromkeys(lines)
+    assert sessions.check_text(text, demo, pace=1) == {lines[0]: None, lines[1]: (
         f"guide.md:{lines[1] + 1}: `$ python3 lease.py check` (terminal {check_in}) printed "
         f"something else:\n--- expected (guide)\n+++ actual\n@@ -1 +1 @@\n"
         f"-lease held\n+lease expired") if fails else None}
@@ -604,8 +625,8 @@ def test_a_person_pauses_before_ctrl_c(demo):
     (demo / "lease.py").write_text(LEASE)
     body = "$ python3 lease.py wait\npress Ctrl-C\n^C\npressed after no pause\n"
     text, lines = guide_text(("console", body))
-    assert console.check_text(text, demo) == {lines[0]: None}
-    assert "+pressed after a pause" in console.check_text(text, demo, pace=1)[lines[0]]
+    assert sessions.check_text(text, demo) == {lines[0]: None}
+    assert "+pressed after a pause" in sessions.check_text(text, demo, pace=1)[lines[0]]
 
 
 def test_which_sessions_run_at_a_persons_pace():
@@ -614,6 +635,6 @@ def test_which_sessions_run_at_a_persons_pace():
                          ("console", "$ sleep 9\n^C\n"),
                          ('{.console session="s"}', "$ true\n"),
                          ('{.console session="s" terminal="2"}', "$ true\n"))
-    firsts = [region.parsed for region in console.parse_console_blocks(Document(text, "guide.md"))
+    firsts = [region.parsed for region in sessions.parse_console_blocks(Document(text, "guide.md"))
               if region.parsed is region.parsed.session_blocks[0]]
-    assert [console.paced(first.session_blocks) for first in firsts] == [False, True, True, True]
+    assert [sessions.paced(first.session_blocks) for first in firsts] == [False, True, True, True]

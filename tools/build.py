@@ -25,12 +25,12 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from markup import GuideError, expand
+from guide import GuideError, expand
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 # What the build imports from requirements.txt; Python's standard library
-# and markup.py are all it needs before it knows it runs in the right place.
+# and guide.py are all it needs before it knows it runs in the right place.
 NEEDS = ("jinja2", "pypandoc", "typst")
 TOOLS = ROOT / "tools"
 PYODIDE = ROOT / "node_modules" / "pyodide"

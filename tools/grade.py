@@ -5,45 +5,48 @@ Usage:  python3 tools/grade.py CLASS      (make grade CLASS=folder)
 Each learner is graded as `make check WORK=folder` grades one: the guide's
 transcripts and the claims tests, run against their files. Each learner
 gets a fresh pytest process with a time limit, so one learner's disaster
-(a hang, a crash, a syntax error) ends only their own row. The table, one
+(a hang, a crash, a syntax error) ends only their own row; the process
+writes the learner's verdicts to a results file (--results-json, see
+tools/harness/results.py), and this reads them from there. The table, one
 row per learner and one column per exercise, is written to CLASS/grades.csv
 and CLASS/grades.md, and the Markdown is printed. Exit status: 0 when every
 learner passed everything, 1 otherwise.
 """
 import csv
-import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-import console  # noqa: E402  (the harness knows which exercises the guide has)
-import fences  # noqa: E402
+import guide
+from harness import results
+from harness.catalogue import GUIDE, ROOT, exercises_in
+
 LEARNER_SECONDS = 1200           # a whole learner's grading, at the most
-VERDICT = re.compile(r"^((?:ex\d\d_\w+|capstone/chaos)\.py)  ([A-Z][A-Z ]+)$", re.M)
 
 
 def grade(folder):
-    """{exercise: verdict} for one learner's folder."""
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-             f"--work={folder}"],
-            cwd=ROOT, capture_output=True, text=True, timeout=LEARNER_SECONDS)
-    except subprocess.TimeoutExpired:
-        return {}
-    return dict(VERDICT.findall(result.stdout))
+    """{exercise: verdict} for one learner's folder; {} if the run wrote none."""
+    with tempfile.TemporaryDirectory() as temp:
+        results_file = Path(temp) / "results.json"
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                 f"--work={folder}", f"--results-json={results_file}"],
+                cwd=ROOT, capture_output=True, text=True, timeout=LEARNER_SECONDS)
+        except subprocess.TimeoutExpired:
+            return {}
+        return results.verdicts(results_file)
 
 
 def table(grades):
     """The exercises, in the course's order, and one row per learner."""
-    exercises = console.exercises_in(fences.read_guide(ROOT / "guide.md"))
+    exercises = exercises_in(guide.read_guide(GUIDE))
     rows = []
     for learner, verdicts in grades.items():
-        marks = [verdicts.get(exercise, "TIMEOUT" if not verdicts else "NOT RUN")
+        marks = [verdicts.get(exercise, results.TIMEOUT if not verdicts else results.NOT_RUN)
                  for exercise in exercises]
-        rows.append([learner, *marks, f"{marks.count('PASS')}/{len(exercises)}"])
+        rows.append([learner, *marks, f"{marks.count(results.PASS)}/{len(exercises)}"])
     return ["learner", *exercises, "passed"], rows
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import build
 from bench import queues, sims
-from markup import expand
+from guide import expand
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 7

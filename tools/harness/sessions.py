@@ -1,54 +1,40 @@
-"""Run the console blocks of guide.md and compare what they print.
+"""Run the console blocks of guide.md as sessions, and check what they print.
 
 Blocks run in sessions: the blocks sharing a `session` attribute run as one
 scenario, in document order, in one folder, with one clock; a block without
 one is a session of its own. A session has terminals; each runs one command
-at a time, while the harness reads what every command prints and waits, at
-the end of each block and before each ^C, until it has printed what the guide
-shows so far.
+at a time (sandbox.Process), while the harness reads what every command
+prints and waits, at the end of each block and before each ^C, until it has
+printed what the guide shows so far (compare.py).
 
 At a person's pace (pace=1, or pace=3 for a slow person), the harness also
 pauses before each command and each ^C, as a person at the keyboard would,
 on the session's virtual clock.
 
-Sybil calls `evaluate` for each block (see guide_plugin.py), keeping running
-sessions in the document's namespace; other tests call `check_block`,
-`check_text` or `run` directly. CONTRIBUTING.md describes the rules in prose;
-keep the two in step.
+Sybil finds the blocks with `parse_console_blocks` and calls `evaluate` for
+each (see plugin.py), keeping running sessions in the document's namespace;
+other tests call `check_block` or `check_text` directly. CONTRIBUTING.md
+describes the rules in prose; keep the two in step.
 """
 
-import atexit
-import difflib
-import doctest
-import fcntl
-import hashlib
-import os
 import re
-import resource
 import shutil
-import signal
-import struct
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sybil import Document, Region
 
-import fences
+import guide
 
-ROOT = Path(__file__).resolve().parent.parent
-TIMEWARP_FOLDER = Path(__file__).resolve().parent / "timewarp"
-TIMEWARP_FACTOR = 20          # sleeps run 20 times faster; clocks still agree
-# Real seconds: how long one command started by run() may take, and how long
-# a transcript waits for output, or for an exit. The grader's own tests
-# shorten both with COMMAND_TIMEOUT=seconds, to watch a hang being caught.
-COMMAND_TIMEOUT = float(os.environ.get("COMMAND_TIMEOUT", 60))
-SYNC_TIMEOUT = min(30, COMMAND_TIMEOUT)
+from . import sandbox
+from .catalogue import exercise_of
+from .compare import compared, may_still_show, short_diff, shows_so_far
+from .sandbox import (SCRATCH, TIMEWARP_FACTOR, EditError, Process, TranscriptError,
+                      apply_edit, child_environment, copy_sources, link_python, new_clock,
+                      pause)
+
 EXIT_GRACE = 3                # real seconds a command that went wrong gets to finish
 # each one is documented in CONTRIBUTING.md
 KNOWN_ATTRIBUTES = {"edit", "session", "terminal", "timewarp", "timings"}
@@ -62,30 +48,6 @@ PAUSE_OTHER_TERMINAL = 1.5
 
 # `$ cd capstone`: the terminal's later commands run in that folder.
 CHANGE_FOLDER = re.compile(r"cd (?P<folder>[\w.-]+)")
-
-# A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
-# exercise; one that runs chaos.py, to the capstone, named by its main file.
-EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)")
-CAPSTONE = "capstone/chaos.py"
-
-# Files that running the exercises leaves behind: a transcript starts without them.
-LEFTOVERS = shutil.ignore_patterns(
-    ".*", "__pycache__", "*.db", "*.db-wal", "*.db-shm", "outbox.txt")
-
-TIMING = re.compile(r"(?<![\w.])(?P<number>\d+(?:\.\d+)?)(?P<space> ?)(?P<unit>ms|s)\b")
-PID = re.compile(r"\b(?:pid|PID|worker)[ =](?P<number>\d+)")
-
-CHECKER = doctest.OutputChecker()
-# ELLIPSIS only; the two DONT_ACCEPT flags switch off doctest's other leniencies.
-FLAGS = doctest.ELLIPSIS | doctest.DONT_ACCEPT_TRUE_FOR_1 | doctest.DONT_ACCEPT_BLANKLINE
-
-
-class TranscriptError(Exception):
-    """A console block that cannot be run, or prints something else."""
-
-
-class EditError(ValueError):
-    pass
 
 
 @dataclass
@@ -105,28 +67,12 @@ class Command:
 
 
 @dataclass
-class ConsoleBlock(fences.Block):
+class ConsoleBlock(guide.Block):
     """A console block that knows the blocks of its session (itself included)."""
     session_blocks: list = field(default_factory=list, repr=False, compare=False)
 
 
 # ---------------------------------------------------------------- reading
-
-def exercise_of(block):
-    """The exercise file that its session's commands name first, or None."""
-    for each in getattr(block, "session_blocks", None) or [block]:
-        for line in each.source.splitlines():
-            match = EXERCISE.search(line) if line.startswith("$ ") else None
-            if match:
-                return CAPSTONE if match.group() == "chaos" else match.group() + ".py"
-    return None
-
-
-def exercises_in(blocks):
-    """The exercises that blocks name, in the course's order: the capstone last."""
-    names = {exercise_of(b) for b in blocks if "console" in b.classes} - {None}
-    return sorted(names, key=lambda name: (name == CAPSTONE, name))
-
 
 def paced(blocks):
     """Whether a session's story could change at a person's pace: whether a
@@ -164,300 +110,6 @@ def read_timewarp(block):
         pass
     raise TranscriptError(f'{block.where()}: timewarp="{factor}" is not a positive number')
 
-
-# ---------------------------------------------------------------- running
-
-def copy_sources(source_folder, folder):
-    shutil.copytree(source_folder, folder, ignore=LEFTOVERS)
-
-
-IMPORTED = {}                 # a file's SHA-256 -> None, or why importing it failed
-
-
-def import_fails(path):
-    """None if the Python file at path can be imported, in a child process
-    with the usual limits, within COMMAND_TIMEOUT; otherwise what went wrong.
-    Tests that import a learner's module call this first, so a file that
-    hangs or crashes on import fails those tests at once, each of them,
-    instead of hanging the test run. Checked once per file content."""
-    path = Path(path)
-    key = hashlib.sha256(path.read_bytes()).hexdigest()
-    if key not in IMPORTED:
-        with tempfile.TemporaryDirectory(dir=SCRATCH) as folder:
-            shutil.copy(path, folder)
-            try:
-                status, output = run(f"python3 -c 'import {path.stem}'", folder)
-                IMPORTED[key] = None if status == 0 else \
-                    f"{path.name} crashed when imported:\n{output}"
-            except TranscriptError as error:
-                IMPORTED[key] = f"importing {path.name}: {error}"
-    return IMPORTED[key]
-
-
-def apply_edit(folder, file_name, old, new):
-    """Replace OLD by NEW in folder/file_name; OLD must occur exactly once."""
-    path = Path(folder) / file_name
-    if not path.is_file():
-        raise EditError(f"edit: there is no {file_name} to edit")
-    text = path.read_text(encoding="utf-8")
-    count = text.count(old)
-    if count != 1:
-        raise EditError(f"edit: {file_name} holds {old!r} {count} times, not once")
-    path.write_text(text.replace(old, new), encoding="utf-8")
-
-
-# Exercises commit to SQLite often, and on a disk most of a run's time is
-# spent waiting for fsync. Scratch folders go in memory where there is some.
-SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
-
-
-def link_python(bin_folder):
-    # python3 is the interpreter running the tests. Called through a
-    # symlink it does not see the virtualenv, just as the reader's doesn't.
-    os.symlink(sys.executable, Path(bin_folder, "python3"))
-    return bin_folder
-
-
-def new_clock(path):
-    """A file for TIMEWARP_CLOCK: the shared skip, a double, starting at 0.0."""
-    Path(path).write_bytes(bytes(8))
-    return path
-
-
-def pause(clock, seconds, factor):
-    """Let seconds pass on the clock file's virtual clock, as a warped sleep
-    does (tests/timewarp/sitecustomize.py): really sleep seconds/factor, then
-    raise the shared skip so that the virtual clock has advanced by seconds."""
-    fd = os.open(clock, os.O_RDWR)
-    try:
-        def skip():
-            return struct.unpack("d", os.pread(fd, 8, 0))[0]
-        wake_at = time.monotonic() + skip() + seconds
-        time.sleep(seconds / factor)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.pwrite(fd, struct.pack("d", max(skip(), wake_at - time.monotonic())), 0)
-    finally:
-        os.close(fd)                     # and with it the lock
-
-
-def child_environment(bin_folder, timewarp, clock=None):
-    # Drop the caller's PYTHON* settings so every run sees the same Python.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYTHON") and k != "TIMEWARP_CLOCK"}
-    env.update(
-        PATH=f"{bin_folder}{os.pathsep}{env.get('PATH', os.defpath)}",
-        PYTHONUNBUFFERED="1",            # print order as in a terminal
-        PYTHONDONTWRITEBYTECODE="1",
-        LC_ALL="C.UTF-8",
-        PYTHONPATH=str(TIMEWARP_FOLDER),
-        TIMEWARP=str(timewarp),
-    )
-    if clock:
-        env["TIMEWARP_CLOCK"] = str(clock)
-    return env
-
-
-# What one command (and each process it starts) may use: plenty for any
-# exercise, and a stop for a learner's runaway loop, memory leak or file that
-# fills the disk. The limits are inherited by the command's children.
-LIMITS = {
-    resource.RLIMIT_CPU: 120,                    # seconds of CPU per process
-    resource.RLIMIT_AS: 2 * 1024 ** 3,           # bytes of memory per process
-    resource.RLIMIT_FSIZE: 100 * 1024 ** 2,      # bytes in any one file it writes
-}
-# A shell ignores SIGINT for the jobs it starts in the background, and children
-# inherit that; a terminal's ^C reaches programs that have the default action.
-SIGINT_IGNORED = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-
-
-def prepare_child():
-    """Runs in each command's process before bash starts."""
-    if SIGINT_IGNORED:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-    for limit, value in LIMITS.items():
-        resource.setrlimit(limit, (value, value))
-LIVE_GROUPS = set()           # process groups to kill if the tests end early
-
-
-@atexit.register
-def stop_live_groups():
-    for group in list(LIVE_GROUPS):
-        stop_group(group)
-
-
-class Process:
-    """A shell command in a process group of its own; a thread collects its lines."""
-
-    def __init__(self, command, folder, env):
-        self.popen = subprocess.Popen(
-            ["bash", "-c", command], cwd=folder, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True,      # its own process group, to signal it whole
-            preexec_fn=prepare_child)
-        LIVE_GROUPS.add(self.popen.pid)
-        self.lines = []                  # as printed, each with its "\n"
-        self.exited = False              # and all its output read
-        self.changed = threading.Condition()
-        self.reader = threading.Thread(target=self.read, daemon=True)
-        self.reader.start()
-
-    def read(self):
-        for raw in self.popen.stdout:
-            with self.changed:
-                self.lines.append(raw.decode("utf-8", errors="replace"))
-                self.changed.notify_all()
-        self.popen.wait()
-        with self.changed:
-            self.exited = True
-            self.changed.notify_all()
-
-    def wait_until(self, ready, timeout):
-        """Wait until ready(lines, exited) is true; False if it is not after timeout."""
-        with self.changed:
-            return self.changed.wait_for(lambda: ready(self.lines, self.exited), timeout)
-
-    def printed(self):
-        with self.changed:
-            return list(self.lines)
-
-    def output(self):
-        return "".join(self.printed())
-
-    def interrupt(self):
-        signal_group(self.popen.pid, signal.SIGINT)
-
-    def stop(self):
-        """Kill whatever the command left running; wait for its last output."""
-        stop_group(self.popen.pid)
-        self.reader.join(SYNC_TIMEOUT)
-        self.popen.stdout.close()
-        LIVE_GROUPS.discard(self.popen.pid)
-
-
-def run(command, folder, timewarp=TIMEWARP_FACTOR, timeout=COMMAND_TIMEOUT, clock=None):
-    """Run one shell command in folder as the reader would: (exit status, output).
-
-    clock: a file made by new_clock, for a time warp shared with other runs.
-    """
-    with tempfile.TemporaryDirectory() as bin_folder:
-        process = Process(command, folder,
-                          child_environment(link_python(bin_folder), timewarp, clock))
-        try:
-            exited = process.wait_until(lambda lines, exited: exited, timeout)
-        finally:
-            process.stop()
-    if not exited:
-        raise TranscriptError(
-            f"`$ {command}` was still running after {timeout} s, so it was stopped; "
-            f"it had printed:\n{process.output()}")
-    return process.popen.returncode, process.output()
-
-
-def signal_group(group, number):
-    try:
-        os.killpg(group, number)
-    except ProcessLookupError:
-        pass
-
-
-def stop_group(group):
-    signal_group(group, signal.SIGKILL)
-
-
-# ---------------------------------------------------------------- comparing
-
-def in_seconds(match):
-    value = float(match["number"])
-    return value / 1000 if match["unit"] == "ms" else value
-
-
-def close_timing(want, got, vary=False):
-    if want["unit"] != got["unit"]:
-        return False
-    if vary:
-        return True
-    tolerance = max(0.1 * in_seconds(want), 0.05)
-    return abs(in_seconds(got) - in_seconds(want)) <= tolerance + 1e-9
-
-
-def same_processes(expected, actual):
-    """Pair process ids by identity: the first pid the actual output shows
-    stands for the first one the expected output shows, and so on, wherever
-    they appear. So a `...` may hide some of them, and one process keeps one
-    number throughout; a process the guide does not show keeps its own."""
-    wanted = list(dict.fromkeys(m["number"] for m in PID.finditer(expected)))
-    got = list(dict.fromkeys(m["number"] for m in PID.finditer(actual)))
-    standing_for = dict(zip(got, wanted))
-    return [(m.start("number"), m.end("number"), standing_for[m["number"]])
-            for m in PID.finditer(actual) if m["number"] in standing_for]
-
-
-def close_timings(expected, actual, vary=False):
-    """Pair timings in order, when both texts hold as many; keep the close
-    ones, or with vary, all of them."""
-    wanted, got = list(TIMING.finditer(expected)), list(TIMING.finditer(actual))
-    if len(wanted) != len(got):
-        return []
-    return [(g.start("number"), g.end("number"), w["number"])
-            for w, g in zip(wanted, got) if close_timing(w, g, vary)]
-
-
-def normalise(expected, actual, timings_vary=False):
-    """Give the actual output the expected's pids, and its timings where close
-    (or all its timings, when they vary).
-
-    Only the numbers change, so a different unit or spacing still shows.
-    """
-    changes = close_timings(expected, actual, timings_vary) + same_processes(expected, actual)
-    for start, end, number in sorted(changes, reverse=True):
-        actual = actual[:start] + number + actual[end:]
-    return actual
-
-
-def tidy(text):
-    """Lines without trailing whitespace, and no blank lines at the end."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def output_matches(expected_lines, actual_lines):
-    # doctest's "..." cannot match less than the line break it stands between.
-    # Wrapping every line in line breaks of its own, and leaving a bare "..."
-    # unwrapped, lets a "..." line stand for no lines at all.
-    want = "".join("..." if line == "..." else f"\n{line}\n" for line in expected_lines)
-    got = "".join(f"\n{line}\n" for line in actual_lines)
-    return CHECKER.check_output(want, got, FLAGS)
-
-
-def compared(expected_lines, printed, timings_vary=False):
-    """(want, got, matches): an output as the guide shows it, and as printed."""
-    expected = "\n".join(expected_lines)
-    want, got = tidy(expected), tidy(normalise(expected, "".join(printed), timings_vary))
-    return want, got, output_matches(want, got)
-
-
-def shows_so_far(expected_lines, printed, timings_vary=False):
-    """Whether the first lines printed are the expected ones; "..." takes as few as it can."""
-    # Every expected line but a bare "..." stands for one printed line at least.
-    fewest = sum(line != "..." for line in tidy("\n".join(expected_lines)))
-    return any(compared(expected_lines, printed[:count], timings_vary)[2]
-               for count in range(fewest, len(printed) + 1))
-
-
-def may_still_show(expected_lines, printed, timings_vary=False):
-    """Whether more output could still make the printed lines begin with the expected ones."""
-    return any(compared(expected_lines[:count], printed, timings_vary)[2]
-               for count in range(len(expected_lines) + 1))
-
-
-def short_diff(expected_lines, actual_lines, limit=30):
-    diff = list(difflib.unified_diff(
-        expected_lines, actual_lines, "expected (guide)", "actual", lineterm="", n=2))
-    if len(diff) > limit:
-        diff = diff[:limit] + [f"[{len(diff) - limit} more lines of diff]"]
-    return "\n".join(diff)
 
 
 # ---------------------------------------------------------------- a session
@@ -588,7 +240,7 @@ class Session:
             return (exited or shows_so_far(expected, lines, vary)
                     or not may_still_show(expected, lines, vary))
 
-        command.process.wait_until(settled, SYNC_TIMEOUT)
+        command.process.wait_until(settled, sandbox.SYNC_TIMEOUT)
         printed = command.process.printed()
         if shows_so_far(expected, printed, vary):
             return
@@ -602,17 +254,18 @@ class Session:
         if went_wrong:
             problem = "printed something else than the guide shows up to here"
         else:
-            problem = f"had not printed, after {SYNC_TIMEOUT} s, what the guide shows up to here"
+            problem = (f"had not printed, after {sandbox.SYNC_TIMEOUT} s, "
+                       f"what the guide shows up to here")
         raise TranscriptError(f"{where}: {command.label} (from {command.at}) {problem}:\n"
                               f"{short_diff(want, got)}")
 
     def wait_for_exit(self, command, moment):
         """Wait until the command ends, then compare all it printed with all the guide shows."""
-        if not command.process.wait_until(lambda lines, exited: exited, SYNC_TIMEOUT):
+        if not command.process.wait_until(lambda lines, exited: exited, sandbox.SYNC_TIMEOUT):
             last_lines = "".join(command.process.printed()[-10:])
-            raise TranscriptError(f"{command.where} is still running {moment} ({SYNC_TIMEOUT} s "
-                                  f"later); end it with ^C in the transcript. Its last lines:\n"
-                                  f"{last_lines}")
+            raise TranscriptError(f"{command.where} is still running {moment} "
+                                  f"({sandbox.SYNC_TIMEOUT} s later); end it with ^C in the "
+                                  f"transcript. Its last lines:\n{last_lines}")
         want, got, matches = compared(command.expected, command.process.printed(),
                                       command.timings_vary)
         if not matches:
@@ -710,7 +363,7 @@ def check_text(text, source_folder, only=None, pace=0):
 def parse_console_blocks(document):
     """Sybil parser: one Region per console block, which knows its session."""
     blocks = [ConsoleBlock(**vars(block))
-              for block in fences.blocks_in(document, Path(document.path).name)
+              for block in guide.blocks(document.text, Path(document.path).name)
               if "console" in block.classes]
     sessions = defaultdict(list)
     for block in blocks:

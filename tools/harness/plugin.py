@@ -1,13 +1,14 @@
 """pytest wiring: collect guide.md's console blocks with Sybil, choose the
 folder whose exercise files are checked (code/, or --work FOLDER), and end
 with one line per exercise: PASS, FAIL, ERROR (the program crashed), TIMEOUT
-(it ran too long), MISSING or NOT RUN; a problem also names the chapter and
-section to reread.
+(it ran too long), MISSING or NOT RUN (results.py); a problem also names
+the chapter and section to reread. With --results-json PATH it also writes
+them to a JSON file, which grading reads.
 
-Loaded from the root conftest.py, since guide.md sits at the root.
+Loaded with `-p harness.plugin` in pytest.ini: pytest offers guide.md, at
+the root, only to plugins and to a conftest.py above it.
 """
 
-import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -15,10 +16,13 @@ import pytest
 from sybil import Sybil
 from sybil.example import SybilFailure
 
-import console
-import fences
+import guide
 
-GUIDE = console.ROOT / "guide.md"
+from .catalogue import CODE, GUIDE, ROOT, exercise_of, exercises_in, where_taught
+from .results import (EXPLAINED, MISSING, NOT_RUN, PASS, failure_kind,
+                      write as write_results)
+from .sessions import close_sessions, parse_console_blocks
+
 RESULTS = pytest.StashKey[dict]()
 
 
@@ -33,6 +37,9 @@ def pytest_addoption(parser):
     parser.addoption("--work", metavar="FOLDER",
                      help="check a learner's exercise files in FOLDER instead of code/ "
                           "(runs only the tests that use them)")
+    parser.addoption("--results-json", metavar="PATH",
+                     help="also write each exercise's verdict to PATH, as JSON "
+                          "(what tools/grade.py reads)")
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -44,7 +51,7 @@ def pytest_ignore_collect(collection_path, config):
 
 def source_folder_of(config):
     work = config.getoption("--work")
-    return Path(work).absolute() if work else console.ROOT / "code"
+    return Path(work).absolute() if work else CODE
 
 
 def pytest_configure(config):
@@ -60,11 +67,11 @@ def source_folder(pytestconfig):
 
 
 pytest_collect_file = Sybil(
-    parsers=[console.parse_console_blocks],
+    parsers=[parse_console_blocks],
     patterns=["guide.md"],
-    path=str(console.ROOT),
+    path=str(ROOT),
     fixtures=["source_folder"],
-    teardown=console.close_sessions,     # a session whose last block did not run
+    teardown=close_sessions,     # a session whose last block did not run
 ).pytest()
 
 
@@ -72,8 +79,8 @@ def pytest_collection_modifyitems(items):
     # A block's exercise is known from its commands; mark it like a claims test.
     for item in items:
         block = getattr(getattr(item, "example", None), "parsed", None)
-        if isinstance(block, fences.Block) and console.exercise_of(block):
-            item.add_marker(pytest.mark.exercise(console.exercise_of(block)))
+        if isinstance(block, guide.Block) and exercise_of(block):
+            item.add_marker(pytest.mark.exercise(exercise_of(block)))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -104,50 +111,45 @@ def pytest_terminal_summary(terminalreporter, config):
     if not results["ran"]:
         return                                  # no exercise was checked in this run
     folder = source_folder_of(config)
+    exercises = exercise_results(folder, results)
+    if config.getoption("--results-json"):
+        write_results(config.getoption("--results-json"), folder, results["blocks"], exercises)
     terminalreporter.section("exercises")
     terminalreporter.write_line(
         f"{results['blocks']} console blocks of guide.md run against {folder}")
-    guide = GUIDE.read_text(encoding="utf-8")
-    for exercise in console.exercises_in(fences.read_guide(GUIDE)):
-        problems = results["problems"][exercise]
-        if not (folder / exercise).is_file():
-            status = "MISSING"
-        elif problems:
-            status = failure_kind(problems)
-        elif exercise in results["ran"]:
-            status = "PASS"
-        else:
-            status = "NOT RUN"
-        terminalreporter.write_line(f"{exercise}  {status}")
-        if status in ("FAIL", "ERROR", "TIMEOUT"):
-            terminalreporter.write_line(f"    reread: {where_taught(guide, exercise)}")
-            for problem in problems:
-                lines = problem.splitlines()
-                for line in lines[:12] + (["[...]"] if len(lines) > 12 else []):
+    for exercise, each in exercises.items():
+        terminalreporter.write_line(f"{exercise}  {each['verdict']}")
+        if each["verdict"] in EXPLAINED:
+            terminalreporter.write_line(f"    reread: {each['reread']}")
+            for problem in each["problems"]:
+                for line in problem.split("\n"):
                     terminalreporter.write_line("    " + line)
 
 
-def failure_kind(problems):
-    """TIMEOUT when a program ran too long; ERROR when it would not compile,
-    or crashed where the guide shows no crash (a traceback on a diff line of
-    its own: the guide's Break Its show tracebacks too), unless the crash was
-    the transcript's own Ctrl-C arriving at another moment; otherwise FAIL, a
-    program that ran and did or printed something else."""
-    text = "\n".join(problems)
-    if re.search(r"still running|had not printed, after|Failed: Timeout \(>", text):
-        return "TIMEOUT"
-    if re.search(r"SyntaxError|IndentationError|crashed when imported", text):
-        return "ERROR"
-    crashed = re.search(r"^\s*\+Traceback \(most recent call last\)", text, re.M)
-    interrupted = re.search(r"^\s*\+KeyboardInterrupt$", text, re.M)
-    return "ERROR" if crashed and not interrupted else "FAIL"
+def exercise_results(folder, results):
+    """{exercise: {"verdict", "reread", "problems"}} in the course's order; a
+    problem as the summary shows it, cut to its first 12 lines."""
+    text = GUIDE.read_text(encoding="utf-8")
+    exercises = {}
+    for exercise in exercises_in(guide.read_guide(GUIDE)):
+        problems = results["problems"][exercise]
+        if not (folder / exercise).is_file():
+            verdict = MISSING
+        elif problems:
+            verdict = failure_kind(problems)
+        elif exercise in results["ran"]:
+            verdict = PASS
+        else:
+            verdict = NOT_RUN
+        explained = verdict in EXPLAINED
+        exercises[exercise] = {
+            "verdict": verdict,
+            "reread": where_taught(text, exercise) if explained else None,
+            "problems": [shortened(problem) for problem in problems] if explained else [],
+        }
+    return exercises
 
 
-def where_taught(guide, exercise):
-    """The chapter and section that present the exercise's listing."""
-    include = guide.find(f'include="code/{exercise}"')
-    before = guide[:include] if include >= 0 else ""
-    chapter = re.findall(r"^# (.+)$", before, re.M)
-    section = re.findall(r"^## (.+)$", before[before.rfind("\n# "):], re.M) if chapter else []
-    return " › ".join((chapter[-1:] + section[-1:]) or ["the guide"])
-
+def shortened(problem, most=12):
+    lines = problem.splitlines()
+    return "\n".join(lines[:most] + (["[...]"] if len(lines) > most else []))

@@ -1,8 +1,9 @@
 """Read guide.md's own markup: fences, attributes, divs and includes.
 
-The build uses this to check the guide and expand every include before pandoc
-sees it; the tests use it to find what they check. Every problem is reported
-as a GuideError carrying the guide.md line it belongs to.
+The one reader of the guide: the build uses it to check the guide and expand
+every include before pandoc sees it; the transcript harness and the tests use
+it to find the blocks they check. Every problem is reported as a GuideError
+carrying the guide.md line it belongs to.
 """
 import ast
 import re
@@ -31,12 +32,24 @@ class GuideError(Exception):
 @dataclass
 class Block:
     """A fenced code block as written in guide.md."""
-    line: int                     # line of the opening fence
+    line: int                     # line of the opening fence, counting from 1
     indent: str
     fence: str
     classes: list
-    attrs: dict
-    body: list = field(default_factory=list)   # lines, without the indent
+    attributes: dict              # all but the id
+    id: str = ""
+    body: list = field(default_factory=list)   # lines between the fences, without the indent
+    path: str = "guide.md"        # as messages show it
+    start: int = 0                # character offsets in the text: the opening
+    end: int = 0                  # fence's line, to the end of the closing fence
+
+    @property
+    def source(self):
+        """The lines between the fences, as text."""
+        return "".join(line + "\n" for line in self.body)
+
+    def where(self, offset=0):
+        return f"{self.path}:{self.line + offset}"
 
 
 def parse_attributes(info, line):
@@ -63,27 +76,32 @@ def parse_attributes(info, line):
     return classes, attrs
 
 
-def scan(lines):
+def scan(text, path="guide.md"):
     """Yield ('code', Block) and ('div', line, info) events in order.
 
+    A fence shown inside a longer fence is just text of that block.
     Raises GuideError for an unclosed fence or unbalanced divs."""
-    open_divs, block = [], None
-    for number, text in enumerate(lines, 1):
+    open_divs, block, offset = [], None, 0
+    for number, raw in enumerate(text.splitlines(keepends=True), 1):
+        at, offset = offset, offset + len(raw)
+        row = raw.splitlines()[0]
         if block:
-            stripped = text[len(block.indent):] if text.startswith(block.indent) else text.lstrip()
+            stripped = row[len(block.indent):] if row.startswith(block.indent) else row.lstrip()
             if (stripped.startswith(block.fence[0] * len(block.fence))
                     and not stripped.strip(block.fence[0]).strip()):
+                block.end = at + len(row)
                 yield "code", block
                 block = None
             else:
                 block.body.append(stripped)
             continue
-        fence = FENCE.match(text)
+        fence = FENCE.match(row)
         if fence:
-            classes, attrs = parse_attributes(fence["info"], number)
-            block = Block(number, fence["indent"], fence["fence"], classes, attrs)
+            classes, attributes = parse_attributes(fence["info"], number)
+            block = Block(number, fence["indent"], fence["fence"], classes, attributes,
+                          attributes.pop("id", ""), path=path, start=at)
             continue
-        div = DIV.match(text)
+        div = DIV.match(row)
         if div:
             if div["info"]:
                 open_divs.append(number)
@@ -96,6 +114,17 @@ def scan(lines):
         raise GuideError(block.line, "code block is never closed")
     if open_divs:
         raise GuideError(open_divs[-1], "div is never closed with ':::'")
+
+
+def blocks(text, path="guide.md"):
+    """The fenced code blocks of a guide's text, in order."""
+    return [event[1] for event in scan(text, path) if event[0] == "code"]
+
+
+def read_guide(path):
+    """The fenced code blocks of the guide at path."""
+    path = Path(path)
+    return blocks(path.read_text(encoding="utf-8"), path.name)
 
 
 def check_div(line, info):
@@ -111,8 +140,8 @@ def check_div(line, info):
 
 def include(block, root):
     """Return (text, first_line) of the file part an include block names."""
-    line, attrs = block.line, block.attrs
-    unknown = set(attrs) - INCLUDE_ATTRS - {"id"}
+    line, attrs = block.line, block.attributes
+    unknown = set(attrs) - INCLUDE_ATTRS
     if unknown:
         raise GuideError(line, f"unknown include attribute {', '.join(sorted(unknown))}")
     if any(body.strip() for body in block.body):
@@ -175,12 +204,12 @@ def expand(text, root):
             origin.append(number)
         done = upto
 
-    for event in scan(lines):
+    for event in scan(text):
         if event[0] == "div":
             check_div(event[1], event[2])
             continue
         block = event[1]
-        if "include" not in block.attrs:
+        if "include" not in block.attributes:
             if "python" in block.classes:
                 raise GuideError(block.line, "Python listings are included from code/, "
                                              "never pasted: add include=\"code/…\"")
@@ -188,9 +217,9 @@ def expand(text, root):
         code, first = include(block, root)
         keep(block.line - 1)
         fence = "`" * max(3, longest_run(code, "`") + 1)
-        attrs = " ".join([f"#{v}" for k, v in block.attrs.items() if k == "id"] +
+        attrs = " ".join([f"#{block.id}"] * bool(block.id) +
                          [f".{c}" for c in block.classes] +
-                         [f'{k}="{v}"' for k, v in block.attrs.items() if k != "id"] +
+                         [f'{k}="{v}"' for k, v in block.attributes.items()] +
                          [f'startFrom="{first}"'])
         for row in [f"{fence}{{{attrs}}}", *code.splitlines(), fence]:
             out.append(block.indent + row if row else row)

@@ -1,0 +1,44 @@
+"""The course's exercises, as the guide presents them.
+
+Which exercise a console block checks (the file its session's commands name
+first), the exercises of the guide in the course's order, and the chapter
+and section that teach each one. The per-exercise summary and grading use it.
+"""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "guide.md"
+CODE = ROOT / "code"
+
+# A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
+# exercise; one that runs chaos.py, to the capstone, named by its main file.
+EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)")
+CAPSTONE = "capstone/chaos.py"
+
+
+def exercise_of(block):
+    """The exercise file that its session's commands name first, or None."""
+    for each in getattr(block, "session_blocks", None) or [block]:
+        for line in each.source.splitlines():
+            match = EXERCISE.search(line) if line.startswith("$ ") else None
+            if match:
+                return CAPSTONE if match.group() == "chaos" else match.group() + ".py"
+    return None
+
+
+def exercises_in(blocks):
+    """The exercises that blocks name, in the course's order: the capstone last."""
+    names = {exercise_of(b) for b in blocks if "console" in b.classes} - {None}
+    return sorted(names, key=lambda name: (name == CAPSTONE, name))
+
+
+def where_taught(guide, exercise):
+    """The chapter and section that present the exercise's listing."""
+    include = guide.find(f'include="code/{exercise}"')
+    before = guide[:include] if include >= 0 else ""
+    chapter = re.findall(r"^# (.+)$", before, re.M)
+    section = re.findall(r"^## (.+)$", before[before.rfind("\n# "):], re.M) if chapter else []
+    return " › ".join((chapter[-1:] + section[-1:]) or ["the guide"])
+

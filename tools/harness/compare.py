@@ -1,0 +1,115 @@
+"""Whether a command printed what the guide shows.
+
+The guide's text and the program's output are compared line by line with
+doctest's `...` (ELLIPSIS only). Before that, the output is given the
+guide's process ids (by identity: the first pid printed stands for the first
+one shown) and its timings where they are close, since neither can be the
+same from run to run. CONTRIBUTING.md describes the rules in prose; keep the
+two in step.
+"""
+
+import difflib
+import doctest
+import re
+
+TIMING = re.compile(r"(?<![\w.])(?P<number>\d+(?:\.\d+)?)(?P<space> ?)(?P<unit>ms|s)\b")
+PID = re.compile(r"\b(?:pid|PID|worker)[ =](?P<number>\d+)")
+
+CHECKER = doctest.OutputChecker()
+# ELLIPSIS only; the two DONT_ACCEPT flags switch off doctest's other leniencies.
+FLAGS = doctest.ELLIPSIS | doctest.DONT_ACCEPT_TRUE_FOR_1 | doctest.DONT_ACCEPT_BLANKLINE
+
+
+def in_seconds(match):
+    value = float(match["number"])
+    return value / 1000 if match["unit"] == "ms" else value
+
+
+def close_timing(want, got, vary=False):
+    if want["unit"] != got["unit"]:
+        return False
+    if vary:
+        return True
+    tolerance = max(0.1 * in_seconds(want), 0.05)
+    return abs(in_seconds(got) - in_seconds(want)) <= tolerance + 1e-9
+
+
+def same_processes(expected, actual):
+    """Pair process ids by identity: the first pid the actual output shows
+    stands for the first one the expected output shows, and so on, wherever
+    they appear. So a `...` may hide some of them, and one process keeps one
+    number throughout; a process the guide does not show keeps its own."""
+    wanted = list(dict.fromkeys(m["number"] for m in PID.finditer(expected)))
+    got = list(dict.fromkeys(m["number"] for m in PID.finditer(actual)))
+    standing_for = dict(zip(got, wanted))
+    return [(m.start("number"), m.end("number"), standing_for[m["number"]])
+            for m in PID.finditer(actual) if m["number"] in standing_for]
+
+
+def close_timings(expected, actual, vary=False):
+    """Pair timings in order, when both texts hold as many; keep the close
+    ones, or with vary, all of them."""
+    wanted, got = list(TIMING.finditer(expected)), list(TIMING.finditer(actual))
+    if len(wanted) != len(got):
+        return []
+    return [(g.start("number"), g.end("number"), w["number"])
+            for w, g in zip(wanted, got) if close_timing(w, g, vary)]
+
+
+def normalise(expected, actual, timings_vary=False):
+    """Give the actual output the expected's pids, and its timings where close
+    (or all its timings, when they vary).
+
+    Only the numbers change, so a different unit or spacing still shows.
+    """
+    changes = close_timings(expected, actual, timings_vary) + same_processes(expected, actual)
+    for start, end, number in sorted(changes, reverse=True):
+        actual = actual[:start] + number + actual[end:]
+    return actual
+
+
+def tidy(text):
+    """Lines without trailing whitespace, and no blank lines at the end."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def output_matches(expected_lines, actual_lines):
+    # doctest's "..." cannot match less than the line break it stands between.
+    # Wrapping every line in line breaks of its own, and leaving a bare "..."
+    # unwrapped, lets a "..." line stand for no lines at all.
+    want = "".join("..." if line == "..." else f"\n{line}\n" for line in expected_lines)
+    got = "".join(f"\n{line}\n" for line in actual_lines)
+    return CHECKER.check_output(want, got, FLAGS)
+
+
+def compared(expected_lines, printed, timings_vary=False):
+    """(want, got, matches): an output as the guide shows it, and as printed."""
+    expected = "\n".join(expected_lines)
+    want, got = tidy(expected), tidy(normalise(expected, "".join(printed), timings_vary))
+    return want, got, output_matches(want, got)
+
+
+def shows_so_far(expected_lines, printed, timings_vary=False):
+    """Whether the first lines printed are the expected ones; "..." takes as few as it can."""
+    # Every expected line but a bare "..." stands for one printed line at least.
+    fewest = sum(line != "..." for line in tidy("\n".join(expected_lines)))
+    return any(compared(expected_lines, printed[:count], timings_vary)[2]
+               for count in range(fewest, len(printed) + 1))
+
+
+def may_still_show(expected_lines, printed, timings_vary=False):
+    """Whether more output could still make the printed lines begin with the expected ones."""
+    return any(compared(expected_lines[:count], printed, timings_vary)[2]
+               for count in range(len(expected_lines) + 1))
+
+
+def short_diff(expected_lines, actual_lines, limit=30):
+    diff = list(difflib.unified_diff(
+        expected_lines, actual_lines, "expected (guide)", "actual", lineterm="", n=2))
+    if len(diff) > limit:
+        diff = diff[:limit] + [f"[{len(diff) - limit} more lines of diff]"]
+    return "\n".join(diff)
+
