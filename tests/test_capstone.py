@@ -81,6 +81,22 @@ def test_a_unique_key_makes_one_job(queue):
     assert queue.counts()["queued"] == 1
 
 
+def test_jobs_shows_every_row_with_its_args_decoded(queue, clock):
+    clock.now = 100.0
+    first = queue.enqueue("email", {"to": "ann"}, unique_key="signup-ann")
+    second = queue.enqueue("email", {"to": "bob"}, delay=5)
+    job = queue.claim()
+    assert queue.jobs() == [
+        {"id": first, "status": "running", "kind": "email", "args": {"to": "ann"},
+         "attempts": 1, "token": job.token, "run_at": 100.0,
+         "locked_until": 100.0 + queue.lease, "last_error": None,
+         "unique_key": "signup-ann"},
+        {"id": second, "status": "queued", "kind": "email", "args": {"to": "bob"},
+         "attempts": 0, "token": 0, "run_at": 105.0, "locked_until": None,
+         "last_error": None, "unique_key": None},
+    ]
+
+
 def test_a_delayed_job_waits_for_its_time(queue, clock):
     job_id = queue.enqueue("email", {"to": "ann"}, delay=5)
     assert queue.claim() is None

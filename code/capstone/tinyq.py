@@ -164,6 +164,15 @@ class Queue:
         counts.update(self.db.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
         return counts
 
+    def jobs(self):
+        """Every job, oldest first, as a dict of its columns, args decoded."""
+        cursor = self.db.execute("SELECT * FROM jobs ORDER BY id")
+        columns = [column[0] for column in cursor.description]
+        jobs = [dict(zip(columns, row)) for row in cursor]
+        for job in jobs:
+            job["args"] = json.loads(job["args"])
+        return jobs
+
     # ---- workers
 
     def handler(self, kind):

@@ -358,8 +358,7 @@ class Story:
         if self.crash_in_transaction:
             gone += ", and its open transaction with it: what it wrote was never committed"
         self.log("system", gone, "gone")
-        (status,) = producer.db.execute("SELECT status FROM jobs WHERE id = ?",
-                                        (job_id,)).fetchone()
+        (status,) = [job["status"] for job in producer.jobs() if job["id"] == job_id]
         if status == "running":
             self.now = self.claimed_at + LEASE_SECONDS
             self.log("queue", f"job {job_id}'s lease runs out: nobody acknowledged it", "expired")

@@ -19,7 +19,6 @@ Or drive it from Python:
 """
 import argparse
 import collections
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -229,10 +228,9 @@ class KillableQueue:
     def _leases_to_announce(self):
         """[(when the lease runs out, (job id, token))] for each running claim
         whose expiry is still to be told."""
-        rows = self.producer.db.execute(
-            "SELECT locked_until, id, token FROM jobs WHERE status = 'running'")
-        return [(to_ms(until), (job_id, token)) for until, job_id, token in rows
-                if (job_id, token) not in self.announced]
+        return [(to_ms(job["locked_until"]), (job["id"], job["token"]))
+                for job in self.producer.jobs()
+                if job["status"] == "running" and (job["id"], job["token"]) not in self.announced]
 
     def _announce_expiry(self, claim):
         self.announced.add(claim)
@@ -250,8 +248,8 @@ class KillableQueue:
     def _anything_pending(self):
         busy = any(w.phase in ("sending", "sent") for w in self.workers)
         someone_idle = any(w.phase == "idle" for w in self.workers)
-        waiting = self.producer.db.execute(
-            "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')").fetchone()[0]
+        counts = self.producer.counts()
+        waiting = counts["queued"] + counts["running"]
         return busy or bool(self._leases_to_announce()) or (someone_idle and waiting > 0)
 
     # ---- a worker's life, one phase at a time
@@ -333,17 +331,16 @@ class KillableQueue:
         }
 
     def _jobs_state(self):
-        rows = self.producer.db.execute(
-            "SELECT id, args, status, attempts, token, locked_until FROM jobs ORDER BY id")
         return [{
-            "id": job_id,
-            "address": json.loads(args)["address"],
-            "status": status,
-            "attempts": attempts,
-            "token": token or None,
-            "holder": self.holder.get((job_id, token)),
-            "lease_left": round(until - self.now(), 3) if status == "running" else None,
-        } for job_id, args, status, attempts, token, until in rows]
+            "id": job["id"],
+            "address": job["args"]["address"],
+            "status": job["status"],
+            "attempts": job["attempts"],
+            "token": job["token"] or None,
+            "holder": self.holder.get((job["id"], job["token"])),
+            "lease_left": (round(job["locked_until"] - self.now(), 3)
+                           if job["status"] == "running" else None),
+        } for job in self.producer.jobs()]
 
 
 # What the page may call, through sims.api: "new" makes a KillableQueue.

@@ -42,7 +42,6 @@ Or drive it from Python:
     sim = Payment(seed=1, keys="stable"); sim.run(); sim.state()
 """
 import argparse
-import json
 import random
 import sqlite3
 
@@ -316,8 +315,8 @@ class Payment:
             return "every job is done or dead: configure to run again"
         job = self.queue.claim()
         if job is None:
-            (due,) = self.queue.db.execute(
-                "SELECT min(run_at) FROM jobs WHERE status = 'queued'").fetchone()
+            due = min((job["run_at"] for job in self.queue.jobs() if job["status"] == "queued"),
+                      default=None)
             if due is None:
                 self._finish()
                 return self.step()
@@ -383,16 +382,15 @@ class Payment:
         return self.start_cents - self.bank.balance()
 
     def jobs(self):
-        rows = self.queue.db.execute(
-            "SELECT id, args, status, attempts, last_error FROM jobs ORDER BY id").fetchall()
         jobs = []
-        for job_id, args, status, attempts, last_error in rows:
-            order = json.loads(args)["order"]
+        for job in self.queue.jobs():
+            order = job["args"]["order"]
             charged = self.bank.charged_times(order)
             jobs.append({
-                "id": job_id, "order": order, "status": status, "attempts": attempts,
-                "last_error": last_error, "charged_times": charged,
-                "worker_knows": worker_knows(status, self.history.get(job_id, []),
+                "id": job["id"], "order": order, "status": job["status"],
+                "attempts": job["attempts"], "last_error": job["last_error"],
+                "charged_times": charged,
+                "worker_knows": worker_knows(job["status"], self.history.get(job["id"], []),
                                              self.settings["keys"]),
                 "truth": truth(charged),
             })
