@@ -1,4 +1,5 @@
-"""Fixtures shared by the site's tests: one build per run, served locally."""
+"""Fixtures shared by the tests: the site, built once per run and served
+locally; the simulations' instances, closed after each test."""
 import functools
 import http.server
 import re
@@ -8,6 +9,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+from sims import api
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,3 +41,11 @@ def site_url(site):
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def instances():
+    """The simulations' live instances; every one is closed after the test."""
+    yield api.instances
+    for key in list(api.instances):
+        api.close(key)

@@ -1,15 +1,19 @@
 """What several test files share: a clock and dice that the test controls,
-a fresh copy of the folder under test, and a learner's file imported as a
-module. Tests import it by name (pytest.ini puts tests/ on the path)."""
+a fresh copy of the folder under test, a learner's file imported as a
+module, and the simulations asked as the page asks them. Tests import it by name (pytest.ini puts tests/ on the path)."""
 import contextlib
 import importlib.util
+import json
 import random
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from harness import sandbox
+from harness import catalogue, sandbox
+from sims import api
 
 
 class Clock:
@@ -60,3 +64,19 @@ def import_learner_file(path, name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def ask(sim, instance, method, args=None):
+    """A simulation's answer to one call, made as the page makes it."""
+    request = {"sim": sim, "instance": instance, "method": method}
+    if args is not None:
+        request["args"] = args
+    return json.loads(api.call(json.dumps(request)))
+
+
+def run_program(name, *args):
+    """What `python3 -m tools.sims NAME ARGS` prints, run from the course's folder."""
+    result = subprocess.run([sys.executable, "-m", "tools.sims", name, *args],
+                            cwd=catalogue.ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout

@@ -5,18 +5,15 @@ import inspect
 import json
 import math
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from helpers import ask, run_program
 from sims import api
 from sims.killable_queue.engine import (ACK_SECONDS, POLL_SECONDS, SEND_SECONDS,
                                         KillableQueue)
 from sims.race import engine as race
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 # ---- helpers
@@ -390,20 +387,6 @@ def test_the_example_schedule_sends_a_duplicate(opened):
 
 # ---- the JSON API
 
-def ask(sim, instance, method, args=None):
-    request = {"sim": sim, "instance": instance, "method": method}
-    if args is not None:
-        request["args"] = args
-    return json.loads(api.call(json.dumps(request)))
-
-
-@pytest.fixture
-def instances():
-    yield api.instances
-    for key in list(api.instances):
-        api.close(key)
-
-
 def test_api_round_trip_for_the_killable_queue(instances):
     made = ask("killable-queue", "k1", "new", {"lease": 4})
     assert made["ok"] and made["state"]["lease"] == 4
@@ -452,14 +435,6 @@ def test_api_a_bad_step_is_an_answer_too(instances):
 
 
 # ---- the text programs
-
-def run_program(name, *args):
-    """What `python3 -m tools.sims NAME ARGS` prints, run from the course's folder."""
-    result = subprocess.run([sys.executable, "-m", "tools.sims", name, *args], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
 
 def test_the_killable_queue_story():
     out = run_program("killable-queue")

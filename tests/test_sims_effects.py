@@ -16,7 +16,7 @@ from sims.o7 import engine as o7
 from sims.o7.engine import O7Story
 from sims.payment import engine as payment
 from sims.payment.engine import Payment
-from test_sims import ask, instances, run_program  # noqa: F401  (instances: a fixture)
+from helpers import ask, run_program
 
 tinyq = crash_timing.tinyq      # the capstone's library, as the engines load it
 
