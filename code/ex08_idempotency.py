@@ -70,8 +70,8 @@ def dollars(cents):
 # ---- the bank: a service we do not control. It lives in our database
 # ---- file only so that you can look at Alice's balance.
 
-def bank_charge(db, account, amount_cents, idempotency_key):
-    time.sleep(BANK_SECONDS)
+def bank_charge(db, account, amount_cents, idempotency_key, *, sleep=time.sleep):
+    sleep(BANK_SECONDS)
     roll = network.random()
     if roll < LOST_REQUEST:
         raise ConnectionError("could not reach the bank")

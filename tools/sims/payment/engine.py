@@ -8,14 +8,20 @@ happens: ConnectionError) and how often the bank charges and its reply is
 lost on the way back (TimeoutError); the retry policy (attempts, base, cap,
 full jitter or none); the key each request carries (none, a fresh one per
 attempt, or a stable one made from the order); and how many charges Alice
-has. The bank is Exercise 7's, with Exercise 8's memory of keys: one roll
-per request. The chances come from two sets of dice, as in those
-exercises: the network's are seeded afresh for each attempt of each job
-from the seed, the job's id and the attempt number, so an attempt meets
-the same luck whatever the retry policy; the waits draw from
-random.Random(seed), one fraction of the ceiling per retry, in turn. So a
-seed loses the same requests and replies, and waits as long, as
-`ex07_retries.py work --seed N` with the same policy, whatever the keys.
+has. The bank is the exercises' own: with no key, `bank_charge` of
+code/ex07_retries.py; with a key, that of code/ex08_idempotency.py, which
+remembers keys. Each run loads its own copy of that exercise
+(course.fresh) and sets its constants from the settings, as a reader edits
+them in the Study Drills (LOST_REQUEST, LOST_REPLY, BACKOFF_BASE,
+BACKOFF_CAP), and the bank keeps its accounts in a database made by the
+exercise's own SCHEMA. The chances come from the exercise's two sets of
+dice: `network` is seeded afresh for each attempt of each job from the
+seed, the job's id and the attempt number, as ex07's `work` does, so an
+attempt meets the same luck whatever the retry policy; `jitter` is seeded
+once, as `main` does, and gives one fraction of the ceiling per retry, in
+turn, for the exercise's `backoff`. So a seed loses the same requests and
+replies, and waits as long, as `ex07_retries.py work --seed N` with the
+same policy, whatever the keys.
 
 lost_request and lost_reply split that one roll, so together they are at
 most 1.
@@ -26,8 +32,10 @@ done (expected); the bank's ledger says what she paid (actual). With no key
 or a fresh key per attempt every request that reaches the bank charges, so
 she pays $10 more than she owes for each lost reply, whatever became of the
 job. With a stable key the bank charges an order at most once, and she
-pays more only for a dead job the bank did charge. overcharge_cents counts
-charges beyond an order's first.
+pays more only for a dead job the bank did charge. The bank keeps no list
+of charges, so the simulator counts an order's charges itself: a request
+charged if Alice's balance went down. overcharge_cents counts charges
+beyond an order's first.
 
 Beside the run, the state sets what the worker can know (its own log of
 attempts) against what happened (the bank's ledger): a dead job whose
@@ -42,15 +50,14 @@ Or drive it from Python:
     sim = Payment(seed=1, keys="stable"); sim.run(); sim.state()
 """
 import argparse
-import random
-import sqlite3
+import contextlib
+import io
 
 from .. import course
 
 tinyq = course.module("capstone/tinyq.py")
 
 PRICE_CENTS = 1000
-BANK_SECONDS = 0.2              # each call to the bank takes this long, as in ex07
 LEASE_SECONDS = 30.0            # one worker, so no lease ever runs out
 KEY_MODES = ("none", "fresh", "stable")
 TASKS = {
@@ -99,13 +106,6 @@ def dollars(cents):
     return f"${cents / 100:.2f}"
 
 
-def ceiling(attempts, base, cap):
-    """The longest wait after failed attempt number `attempts` (1, 2, ...,
-    as tinyq and ex07 count): min(cap, base * 2**attempt) with attempt
-    counted from 0."""
-    return min(cap, base * 2 ** (attempts - 1))
-
-
 def attempts_listed(numbers):
     """attempt 1; attempts 1 and 3; attempts 1, 3 and 4."""
     words = [str(n) for n in numbers]
@@ -121,94 +121,22 @@ def times(count):
 # ---- the queue and the bank
 
 class Queue(tinyq.Queue):
-    """tinyq's queue with Exercise 7's waits: full jitter, a fraction of the
-    ceiling drawn from the worker's own dice, so a seed repeats ex07's run;
-    or without jitter each wait its ceiling in full (and those dice stay
-    still). The last wait is kept for the timeline."""
+    """tinyq's queue with Exercise 7's waits: the exercise's `backoff`, with
+    full jitter a fraction of the ceiling drawn from the exercise's `jitter`
+    dice, so a seed repeats ex07's run; or without jitter each wait its
+    ceiling in full (and those dice stay still). The last wait is kept for
+    the timeline."""
 
-    def __init__(self, path, dice, jitter, **options):
+    def __init__(self, path, exercise, jitter, **options):
         super().__init__(path, **options)
-        self.dice = dice
+        self.exercise = exercise
         self.jitter = jitter
         self.last_wait = None
 
     def backoff(self, attempts):
-        top = ceiling(attempts, self.backoff_base, self.backoff_cap)
-        self.last_wait = self.dice.random() * top if self.jitter else top
+        fraction = self.exercise.jitter.random() if self.jitter else 1.0
+        self.last_wait = self.exercise.backoff(attempts, fraction)
         return self.last_wait
-
-
-BANK_SCHEMA = """
-CREATE TABLE accounts (
-    name           TEXT PRIMARY KEY,
-    balance_cents  INTEGER NOT NULL
-);
-CREATE TABLE charges (                    -- the bank's ledger: what really happened
-    id        INTEGER PRIMARY KEY,
-    order_id  INTEGER NOT NULL,
-    cents     INTEGER NOT NULL,
-    at        REAL NOT NULL
-);
-CREATE TABLE bank_requests (              -- every key the bank has answered
-    idempotency_key  TEXT PRIMARY KEY,
-    charge           INTEGER NOT NULL
-);
-"""
-
-
-class Bank:
-    """A service we do not control, in a database of its own. One roll of
-    the network's dice per request: below lost_request it never arrives;
-    below lost_request + lost_reply it charges (unless it knows the key) and
-    the reply is lost; otherwise it charges (unless it knows the key) and
-    says so."""
-
-    def __init__(self, network, lost_request, lost_reply, start_cents, clock):
-        self.network = network
-        self.lost_request = lost_request
-        self.lost_reply = lost_reply
-        self.clock = clock
-        self.did = None                  # what the last request did, for the timeline
-        self.db = sqlite3.connect(":memory:", isolation_level=None)
-        self.db.executescript(BANK_SCHEMA)
-        self.db.execute("INSERT INTO accounts VALUES ('alice', ?)", (start_cents,))
-
-    def charge(self, order_id, cents, key=None):
-        roll = self.network.random()
-        if roll < self.lost_request:
-            self.did = "the request never reached the bank"
-            raise ConnectionError("could not reach the bank")
-        # The key's lookup, the charge and the key's record: one transaction.
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            seen = key is not None and self.db.execute(
-                "SELECT charge FROM bank_requests WHERE idempotency_key = ?", (key,)).fetchone()
-            if seen:
-                self.did = f"the bank had seen key {key}: no new charge"
-            else:
-                self.db.execute("UPDATE accounts SET balance_cents = balance_cents - ? "
-                                "WHERE name = 'alice'", (cents,))
-                charge = self.db.execute(
-                    "INSERT INTO charges (order_id, cents, at) VALUES (?, ?, ?) RETURNING id",
-                    (order_id, cents, self.clock())).fetchone()[0]
-                if key is not None:
-                    self.db.execute("INSERT INTO bank_requests VALUES (?, ?)", (key, charge))
-                self.did = f"the bank charged {dollars(cents)}"
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        if roll < self.lost_request + self.lost_reply:
-            self.did += ", and its reply was lost"
-            raise TimeoutError("no reply from the bank")
-        return "approved"
-
-    def charged_times(self, order_id):
-        return self.db.execute("SELECT count(*) FROM charges WHERE order_id = ?",
-                               (order_id,)).fetchone()[0]
-
-    def balance(self):
-        return self.db.execute("SELECT balance_cents FROM accounts").fetchone()[0]
 
 
 # ---- what the worker can know about a job, from its own log
@@ -275,22 +203,29 @@ class Payment:
         self._start()
 
     def close(self):
-        for service in (self.queue, self.bank):
-            if service is not None:
-                service.db.close()
+        if self.queue is not None:
+            self.queue.db.close()
+        if self.bank is not None:
+            self.bank.close()
 
     def _start(self):
         self.close()
         s = self.settings
         self.now = 0.0
         self.start_cents = max(10_000, 2 * PRICE_CENTS * s["charges"])
-        worker_dice = random.Random(s["seed"])     # the waits, as ex07's jitter dice
-        self.network = random.Random()             # seeded for each attempt, as in ex07
-        self.queue = Queue(":memory:", worker_dice, s["jitter"], lease=LEASE_SECONDS,
-                           max_attempts=s["attempts"], backoff_base=s["base"],
-                           backoff_cap=s["cap"], clock=self.clock)
-        self.bank = Bank(self.network, s["lost_request"], s["lost_reply"], self.start_cents,
-                         self.clock)
+        # The exercise, a copy for this run, with the reader's settings as its
+        # constants: its bank, its dice and its backoff.
+        ex = course.fresh("ex07_retries.py" if s["keys"] == "none" else "ex08_idempotency.py")
+        ex.LOST_REQUEST, ex.LOST_REPLY = s["lost_request"], s["lost_reply"]
+        ex.BACKOFF_BASE, ex.BACKOFF_CAP = s["base"], s["cap"]
+        ex.DATABASE = ":memory:"
+        ex.jitter.seed(s["seed"])
+        self.exercise = ex
+        self.queue = Queue(":memory:", ex, s["jitter"], lease=LEASE_SECONDS,
+                           max_attempts=s["attempts"], clock=self.clock)
+        self.bank = ex.connect()          # the bank's database, made by the exercise's SCHEMA
+        self.bank.execute("INSERT INTO accounts VALUES ('alice', ?)", (self.start_cents,))
+        self.charged = {}                 # order -> how many times the bank charged it
         for order in range(1, s["charges"] + 1):
             self.queue.enqueue("charge", {"order": order, "account": "alice",
                                           "amount_cents": PRICE_CENTS})
@@ -300,6 +235,10 @@ class Payment:
 
     def clock(self):
         return self.now
+
+    def sleep(self, seconds):
+        """The bank's sleep: time passes on the virtual clock, and nothing waits."""
+        self.now += seconds
 
     # ---- running
 
@@ -333,15 +272,37 @@ class Payment:
             return f"charge-for-order-{job.args['order']}"
         return f"charge-{job.id}-{job.token}" if mode == "fresh" else None
 
+    def _charge(self, order, key):
+        """The exercise's bank_charge, once. What it did, for the timeline,
+        is read from Alice's balance before and after."""
+        before, error = self.balance(), None
+        keyed = () if key is None else (key,)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):    # ex08's "bank: ... seen before"
+                self.exercise.bank_charge(self.bank, "alice", PRICE_CENTS, *keyed,
+                                          sleep=self.sleep)
+        except (ConnectionError, TimeoutError) as lost:
+            error = lost
+        if isinstance(error, ConnectionError):
+            self.bank_did = "the request never reached the bank"
+        elif self.balance() == before:
+            self.bank_did = f"the bank had seen key {key}: no new charge"
+        else:
+            self.charged[order] = self.charged.get(order, 0) + 1
+            self.bank_did = f"the bank charged {dollars(before - self.balance())}"
+        if isinstance(error, TimeoutError):
+            self.bank_did += ", and its reply was lost"
+        if error is not None:
+            raise error
+
     def _attempt(self, job):
         started, key, order = self.now, self._key(job), job.args["order"]
         what = f"job {job.id}, attempt {job.attempts}: charge {dollars(PRICE_CENTS)}"
-        self.now += BANK_SECONDS
         wait = None
         # ex07's rule: this attempt's luck comes from the seed, the job and the attempt
-        self.network.seed(f"{self.settings['seed']} {job.id} {job.attempts}")
+        self.exercise.network.seed(f"{self.settings['seed']} {job.id} {job.attempts}")
         try:
-            self.bank.charge(order, PRICE_CENTS, key)
+            self._charge(order, key)
         except (ConnectionError, TimeoutError) as error:
             event = "lost request" if isinstance(error, ConnectionError) else "lost reply"
             self.queue.fail(job, error)
@@ -355,10 +316,10 @@ class Payment:
         self.history.setdefault(job.id, []).append((job.attempts, event))
         self.timeline.append({"t": started, "job": job.id, "attempt": job.attempts,
                               "event": event, "outcome": outcome, "wait": wait, "key": key,
-                              "bank": self.bank.did, "text": text})
+                              "bank": self.bank_did, "text": text})
         if outcome == "dead":
             self.earned.add("dead")
-        if self.bank.charged_times(order) > 1:
+        if self.charged.get(order, 0) > 1:
             self.earned.add("overcharge")
 
     def _finish(self):
@@ -379,13 +340,18 @@ class Payment:
 
     def actual_cents(self):
         """What the bank took from her."""
-        return self.start_cents - self.bank.balance()
+        return self.start_cents - self.balance()
+
+    def balance(self):
+        """Alice's balance, in the bank's accounts table."""
+        return self.bank.execute(
+            "SELECT balance_cents FROM accounts WHERE name = 'alice'").fetchone()[0]
 
     def jobs(self):
         jobs = []
         for job in self.queue.jobs():
             order = job["args"]["order"]
-            charged = self.bank.charged_times(order)
+            charged = self.charged.get(order, 0)
             jobs.append({
                 "id": job["id"], "order": order, "status": job["status"],
                 "attempts": job["attempts"], "last_error": job["last_error"],
@@ -420,7 +386,7 @@ class Payment:
             "time": self.now,
             "finished": self.finished,
             "start_cents": self.start_cents,
-            "balance_cents": self.bank.balance(),
+            "balance_cents": self.balance(),
             "timeline": [dict(entry) for entry in self.timeline],
             "jobs": jobs,
             "lost_requests": self._count("lost request"),
