@@ -9,8 +9,8 @@ and the next one waits, unseen, for the next step. The state (the
 provider's charges, the operations, the dead letters) is ex09's own.
 
 O7Story(blind=True) trusts the provider's keys for 48 hours instead of
-ex09's 23, the chapter's Break It: it sets ex09.KEY_TRUSTED_SECONDS on the
-loaded module while ex09's code runs, and puts it back after.
+ex09's 23, the chapter's Break It: each story runs a copy of ex09 of its
+own (course.fresh), whose KEY_TRUSTED_SECONDS it sets as a reader edits it.
 
 Time is virtual (ex09's Clock): nothing sleeps and nothing reads the wall
 clock, so it runs the same in the browser (Pyodide).
@@ -25,8 +25,6 @@ import contextlib
 import io
 
 from .. import course
-
-ex09 = course.module("ex09_charge_worker.py")
 
 BLIND_TRUST_SECONDS = 48 * 3600          # the chapter's Break It
 TASKS = {
@@ -54,11 +52,14 @@ class O7Story:
                 raise ValueError(f"blind must be true or false, not {blind!r}")
             self.blind = blind
         self.close()
-        self.clock = ex09.Clock()
-        self.db = ex09.open_db(":memory:")
-        self.provider = ex09.Provider(self.clock, first_charge=9)
+        self.ex09 = course.fresh("ex09_charge_worker.py")
+        if self.blind:
+            self.ex09.KEY_TRUSTED_SECONDS = BLIND_TRUST_SECONDS
+        self.clock = self.ex09.Clock()
+        self.db = self.ex09.open_db(":memory:")
+        self.provider = self.ex09.Provider(self.clock, first_charge=9)
         self.dead_letters = []
-        self.story = ex09.replay_o7(self.clock, self.db, self.provider, self.dead_letters)
+        self.story = self.ex09.replay_o7(self.clock, self.db, self.provider, self.dead_letters)
         self.steps = []
         _, self.coming = self._run()            # the first line, not shown yet
 
@@ -88,21 +89,9 @@ class O7Story:
         """ex09's story, up to its next line: what the provider printed on
         the way, and the line (None at the story's end)."""
         printed = io.StringIO()
-        with self._trust(), contextlib.redirect_stdout(printed):
+        with contextlib.redirect_stdout(printed):
             line = next(self.story, None)
         return [text.strip() for text in printed.getvalue().splitlines()], line
-
-    @contextlib.contextmanager
-    def _trust(self):
-        """Blind: ex09's worker trusts the provider's keys for 48 hours, while
-        its code runs."""
-        kept = ex09.KEY_TRUSTED_SECONDS
-        if self.blind:
-            ex09.KEY_TRUSTED_SECONDS = BLIND_TRUST_SECONDS
-        try:
-            yield
-        finally:
-            ex09.KEY_TRUSTED_SECONDS = kept
 
     def _charged(self):
         """The operations our records say are charged, and when each started."""
@@ -115,7 +104,7 @@ class O7Story:
         charges = list(self.provider.charges.values())
         started = self._charged()
         for op_id in just_charged:
-            if self.clock() - started[op_id] > ex09.KEY_WINDOW_SECONDS:
+            if self.clock() - started[op_id] > self.ex09.KEY_WINDOW_SECONDS:
                 self.earned.add("reconcile" if charges.count(op_id) == 1 else "blind")
 
     def state(self):
@@ -123,9 +112,8 @@ class O7Story:
             "SELECT id, input_digest, state, charge_id FROM operations ORDER BY id").fetchall()
         return {
             "blind": self.blind,
-            "key_window_hours": ex09.KEY_WINDOW_SECONDS / 3600,
-            "key_trusted_hours": (BLIND_TRUST_SECONDS if self.blind
-                                  else ex09.KEY_TRUSTED_SECONDS) / 3600,
+            "key_window_hours": self.ex09.KEY_WINDOW_SECONDS / 3600,
+            "key_trusted_hours": self.ex09.KEY_TRUSTED_SECONDS / 3600,
             "time": self.steps[-1]["time"] if self.steps else "",
             "steps": [dict(step, provider=list(step["provider"])) for step in self.steps],
             "finished": self.finished(),
