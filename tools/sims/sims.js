@@ -41,13 +41,9 @@ function mount(element, number) {
 
   // One call to this simulation's engine; the view draws the state it returns.
   function act(method, ...args) {
-    return ask(name, instance, method, args, (state) => view.draw(state));
-  }
-
-  function ask(sim, id, method, args, draw) {
     waiting += 1;
     element.dataset.busy = "true";
-    const turn = queue.then(() => send(sim, id, method, args, draw)).finally(() => {
+    const turn = queue.then(() => send(method, args)).finally(() => {
       waiting -= 1;
       element.dataset.busy = String(waiting > 0);
     });
@@ -57,16 +53,16 @@ function mount(element, number) {
 
   // One call, when its turn comes; null if it did not work (and never throws,
   // so the calls queued behind it still run).
-  async function send(sim, id, method, args, draw) {
+  async function send(method, args) {
     const slow = setTimeout(() => stuck(), SLOW_CALL_MS);
     try {
-      const answer = await call({ sim, instance: id, method, args });
+      const answer = await call({ sim: name, instance, method, args });
       if (!answer.ok) {
         setState("ready", `That did not work: ${answer.error}`);
         return null;
       }
       if (answer.state) {
-        draw(answer.state);
+        view.draw(answer.state);
       }
       return answer.result;
     } catch (error) {
