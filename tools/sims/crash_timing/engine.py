@@ -7,8 +7,9 @@ the reader picks how the effect is protected:
 
     none         the points are added with no key, then the job is acknowledged
     key          a key made from the job goes with the request; the loyalty
-                 service looks it up, adds the points and records the key in
-                 one transaction, so a repeat adds nothing
+                 service (one more service of the capstone's world.py) adds
+                 the points and records the key in one statement, so a
+                 repeat adds nothing
     transaction  the points are a write to the queue's own database inside
                  job.complete(): they commit together with the job's `done`
     ack-first    the job is acknowledged first, then the points are added
@@ -49,7 +50,6 @@ Or drive it from Python:
 """
 import argparse
 import shutil
-import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -89,7 +89,20 @@ TASKS = {
                       "but the transaction does",
 }
 
-# Where the points land: the loyalty service's database, or the queue's own.
+# The loyalty service's record, beside world.py's emails and charges: a row
+# per request that added points, its key unique.
+AWARDS_SCHEMA = """
+CREATE TABLE awards (
+    id       INTEGER PRIMARY KEY,
+    key      TEXT NOT NULL UNIQUE,
+    job      INTEGER NOT NULL,
+    points   INTEGER NOT NULL,
+    repeats  INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+# Points in the queue's own database: written inside job.complete() by the
+# transaction protection, or by the by-hand variant with its own key table.
 EFFECT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS points (
     id      INTEGER PRIMARY KEY,
@@ -126,23 +139,34 @@ def add_points(db, job, worker):
                       (job.id, worker, POINTS)).fetchone()[0]
 
 
-def loyalty_service(db, job, worker, key=None):
-    """The receiver, in a database of its own. With a key, the lookup, the
-    points and the key's record are one transaction: a key it has seen adds
-    nothing. True if this call added the points."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        seen = key is not None and db.execute(
-            "SELECT 1 FROM points_keys WHERE key = ?", (key,)).fetchone()
-        if not seen:
-            award = add_points(db, job, worker)
-            if key is not None:
-                db.execute("INSERT INTO points_keys VALUES (?, ?)", (key, award))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return not seen
+def loyalty_service(keyed):
+    """The loyalty service: one more service of the capstone's outside world
+    (code/capstone/world.py), on a copy of that file of its own. It keeps
+    keys as world's mail provider and bank do, through world's own `once`:
+    one statement adds the points with their key, or counts a repeat of a
+    key it has seen. Its network loses nothing here (the crash is the only
+    fault), and without a key every request carries a new random one, as
+    world's Break It (TINYQ_NO_KEYS=1) makes it."""
+    world = course.fresh("capstone/world.py")
+    world.LOST_REQUEST = world.LOST_REPLY = 0
+    world.NO_KEYS = not keyed
+    service = world.World(":memory:")
+    service.db.executescript(AWARDS_SCHEMA)
+    return service
+
+
+def ask_for_points(service, job, key):
+    """One request to the loyalty service. True if it added the points,
+    False if it had seen the key and added nothing."""
+    with service.network("loyalty service"):
+        award = service.once("loyalty service", key, """
+            INSERT INTO awards (key, job, points) VALUES (?, ?, ?)
+            ON CONFLICT (key) DO UPDATE SET repeats = repeats + 1
+            WHERE job = excluded.job AND points = excluded.points
+            RETURNING id
+        """, (service.keep(key), job.id, POINTS))
+    (repeats,) = service.db.execute("SELECT repeats FROM awards WHERE id = ?", (award,)).fetchone()
+    return repeats == 0
 
 
 def points_keyed_by_hand(db, job, worker, key, moment, say):
@@ -256,7 +280,7 @@ class Worker:
 
     def effect(self, job, key):
         self.story.tick()
-        added = loyalty_service(self.story.service, job, self.name, key)
+        added = ask_for_points(self.story.service, job, key)
         sent = "with no key" if key is None else f"with key {key}"
         did = (f"it added {POINTS} points" if added
                else "it had seen the key and added nothing")
@@ -296,8 +320,7 @@ class Story:
         self.crash_in_transaction = False
         self.folder = tempfile.mkdtemp(prefix="crash-timing-")
         self.queue_path = str(Path(self.folder) / "queue.db")
-        self.service = sqlite3.connect(":memory:", isolation_level=None)
-        self.service.executescript(EFFECT_SCHEMA)
+        self.service = loyalty_service(keyed=protection == "key")
 
     def clock(self):
         return self.now
@@ -368,8 +391,9 @@ class Story:
         self._run_worker(2)
 
     def _effects(self, producer, job_id):
-        effects = sum(db.execute("SELECT count(*) FROM points WHERE job = ?", (job_id,))
-                      .fetchone()[0] for db in (producer.db, self.service))
+        effects = sum(db.execute(f"SELECT count(*) FROM {table} WHERE job = ?", (job_id,))
+                      .fetchone()[0] for db, table in ((producer.db, "points"),
+                                                       (self.service.db, "awards")))
         said = {0: "never added", 1: "added once", 2: "added twice"}.get(
             effects, f"added {effects} times")
         self.log("result", f"Bob has {effects * POINTS} points: the points were {said}", "result")
