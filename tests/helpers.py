@@ -43,12 +43,14 @@ def require(folder, name):
 
 
 @contextlib.contextmanager
-def fresh_copy(folder):
+def fresh_copy(folder, exercise=None):
     """A copy of folder's sources in a scratch folder of its own, as
-    scratch/work, removed afterwards; scratch/ has room for more (a clock)."""
+    scratch/work, removed afterwards; scratch/ has room for more (a clock).
+    With an exercise, the reference files with folder's copy of that one
+    (sandbox.copy_sources)."""
     with tempfile.TemporaryDirectory(dir=sandbox.SCRATCH) as scratch:
         copy = Path(scratch) / "work"
-        sandbox.copy_sources(folder, copy)
+        sandbox.copy_sources(folder, copy, exercise)
         yield copy
 
 

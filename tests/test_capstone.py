@@ -1,6 +1,8 @@
-"""The capstone library, capstone/tinyq.py (in code/, or in the learner's
-WORK folder): each test states one promise the library makes, with time
-moved by hand and dice from a fixed seed."""
+"""The capstone library, capstone/tinyq.py, and its outside world,
+capstone/world.py (in code/, or in the learner's WORK folder): each test
+states one promise the file makes, with time moved by hand and dice from a
+fixed seed. Each is graded for the file it is marked with, and sees every
+other file as code/ has it."""
 import random
 import shutil
 import sqlite3
@@ -10,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.catalogue import CODE
 from helpers import Clock, TopOfRange, import_learner_file, require
 
-pytestmark = pytest.mark.exercise("capstone/chaos.py")   # graded with the capstone
-tinyq = None                     # the module under test, loaded by load_tinyq
+pytestmark = pytest.mark.exercise("capstone/tinyq.py")
+tinyq = None                     # the library, loaded by load_tinyq
 
 
 def learner_module(source_folder, tmp_path, name):
@@ -26,12 +29,14 @@ def learner_module(source_folder, tmp_path, name):
 
 
 @pytest.fixture(autouse=True)
-def load_tinyq(source_folder, tmp_path, monkeypatch):
-    """Every test sees `tinyq` as the library in the folder under test,
-    imported from a copy, with a temporary folder as the current one."""
+def load_tinyq(request, source_folder, tmp_path, monkeypatch):
+    """Every test sees `tinyq` as the library imported from a copy, with a
+    temporary folder as the current one: the folder under test's for the
+    tests of tinyq.py, code/'s for the others."""
     global tinyq
     monkeypatch.chdir(tmp_path)
-    tinyq = learner_module(source_folder, tmp_path, "tinyq")
+    graded = request.node.get_closest_marker("exercise").args[0] == "capstone/tinyq.py"
+    tinyq = learner_module(source_folder if graded else CODE, tmp_path, "tinyq")
 
 
 @pytest.fixture
@@ -516,6 +521,9 @@ class NoLuck(random.Random):
         return 0.99
 
 
+on_world = pytest.mark.exercise("capstone/world.py")
+
+
 @pytest.fixture
 def world(source_folder, tmp_path):
     module = learner_module(source_folder, tmp_path, "world")
@@ -524,6 +532,7 @@ def world(source_folder, tmp_path):
     world.close()
 
 
+@on_world
 def test_a_key_sent_again_with_the_same_inputs_is_a_repeat(world):
     module, world = world
     first = world.send_email("ann@example.com", "Welcome!", key="welcome-1")
@@ -531,6 +540,7 @@ def test_a_key_sent_again_with_the_same_inputs_is_a_repeat(world):
     assert world.db.execute("SELECT count(*), sum(repeats) FROM emails").fetchone() == (1, 1)
 
 
+@on_world
 @pytest.mark.parametrize("service", ["mail provider", "bank"])
 def test_a_key_reused_with_other_inputs_is_refused(world, service):
     """As Stripe does: a key names one request; another request under it is

@@ -19,7 +19,11 @@ import pytest
 from harness import sandbox
 from helpers import fresh_copy, require
 
-capstone = pytest.mark.exercise("capstone/chaos.py")
+# Each test is graded for the capstone file whose promise it checks, and
+# runs that file from the folder under test beside code/'s others.
+on_tinyq = pytest.mark.exercise("capstone/tinyq.py")
+on_shop = pytest.mark.exercise("capstone/shop.py")
+on_chaos = pytest.mark.exercise("capstone/chaos.py")
 SEEDS = range(1, 21)
 TIMEWARP = 10                    # a 0.5 s lease is 50 ms; a job takes a few
 SIDE_BY_SIDE = 4
@@ -33,10 +37,12 @@ POINTS_IN_THE_TRANSACTION = """\
 
 
 @pytest.fixture
-def folder(source_folder):
-    """A copy of the source folder to edit; each run copies it again."""
-    require(source_folder, "capstone/chaos.py")
-    with fresh_copy(source_folder) as copy:
+def folder(request, source_folder):
+    """The files to run, to edit if the test says so: code/'s, with the
+    folder under test's copy of the test's file. Each run copies it again."""
+    exercise = request.node.get_closest_marker("exercise").args[0]
+    require(source_folder, exercise)
+    with fresh_copy(source_folder, exercise) as copy:
         yield copy
 
 
@@ -66,12 +72,23 @@ def claims_within_the_limit(capstone_folder, output):
     assert (most or 0) <= limit, f"a job was claimed {most} times; MAX_ATTEMPTS is {limit}\n{output}"
 
 
+RUNS = {}        # (the capstone's files, the command) -> its runs, made once
+
+
 def chaos_by_seed(folder, options="", env="", seeds=SEEDS, timewarp=TIMEWARP):
-    """{seed: (exit status, output)} of `chaos.py --seed N OPTIONS` for each seed."""
-    with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
-        runs = pool.map(lambda seed: run_chaos(folder, f"--seed {seed} {options}", env,
-                                               timewarp), seeds)
-        return dict(zip(seeds, runs))
+    """{seed: (exit status, output)} of `chaos.py --seed N OPTIONS` for each
+    seed. Runs of the same files with the same command are made once and
+    shared: tests of different files that leave the others as code/ has them
+    often run the very same capstone."""
+    files = tuple(sorted((path.name, path.read_bytes())
+                         for path in (folder / "capstone").glob("*.py")))
+    key = (files, options, env, tuple(seeds), timewarp)
+    if key not in RUNS:
+        with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+            runs = pool.map(lambda seed: run_chaos(folder, f"--seed {seed} {options}", env,
+                                                   timewarp), seeds)
+            RUNS[key] = dict(zip(seeds, runs))
+    return RUNS[key]
 
 
 def problems(output):
@@ -80,12 +97,11 @@ def problems(output):
     return re.findall(r"^  (.*)$", failed, re.M)
 
 
-@pytest.fixture(scope="module")
-def keyed_and_keyless(source_folder):
+@pytest.fixture
+def keyed_and_keyless(folder):
     """For each seed, chaos.py's runs at the default chance with keys, and
     with TINYQ_NO_KEYS=1: {seed: (status, output)} twice."""
-    require(source_folder, "capstone/chaos.py")
-    return chaos_by_seed(source_folder), chaos_by_seed(source_folder, env="TINYQ_NO_KEYS=1")
+    return chaos_by_seed(folder), chaos_by_seed(folder, env="TINYQ_NO_KEYS=1")
 
 
 def passed_for_every_seed(runs):
@@ -102,7 +118,7 @@ def absorbed(output):
     return int(emails), int(charges)
 
 
-@capstone
+@on_shop
 def test_the_audit_passes_under_chaos(keyed_and_keyless):
     """Crashes at every crash point, lost requests and lost replies: for 20
     seeds, everyone gets one email, pays $5 and holds 10 points."""
@@ -111,13 +127,13 @@ def test_the_audit_passes_under_chaos(keyed_and_keyless):
     assert all(sum(absorbed(output)) > 0 for _, output in keyed.values())
 
 
-@capstone
+@on_shop
 def test_the_audit_passes_under_three_times_the_chaos(folder):
     """Study Drill: at a crash chance of 0.3 the audit still passes, every seed."""
     passed_for_every_seed(chaos_by_seed(folder, "--chaos 0.3"))
 
 
-@capstone
+@on_chaos
 def test_without_keys_every_absorbed_duplicate_becomes_real(keyed_and_keyless):
     """Break It: with TINYQ_NO_KEYS=1, every one of the 20 seeds fails the
     audit, on emails or charges and never on points, and the extra emails
@@ -148,7 +164,7 @@ def dead_jobs(output):
     return int(re.search(r"^jobs: \d+ done, (\d+) dead", output, re.M)[1])
 
 
-@capstone
+@on_chaos
 def test_a_run_at_high_chaos_ends_by_itself_and_parks_its_dead_jobs(folder):
     """At a crash chance of 0.8 many jobs kill worker after worker. Each is
     buried after MAX_ATTEMPTS claims instead of being claimed for ever, so the
@@ -160,7 +176,7 @@ def test_a_run_at_high_chaos_ends_by_itself_and_parks_its_dead_jobs(folder):
     assert len(parked(output)) == dead_jobs(output), output
 
 
-@capstone
+@on_tinyq
 def test_when_every_job_kills_its_worker_each_is_claimed_max_attempts_times(folder):
     """Break It, with all 20 customers: at --chaos 1 every claim kills its
     worker, so the crashes are exactly 60 jobs times 25 attempts, and every
@@ -170,7 +186,7 @@ def test_when_every_job_kills_its_worker_each_is_claimed_max_attempts_times(fold
     assert dead_jobs(output) == 60 and len(parked(output)) == 60, output
 
 
-@capstone
+@on_chaos
 def test_the_same_seed_replays_the_same_run(folder):
     """--seed replays a run: the same crashes, retries and absorbed duplicates,
     whichever worker took which job, and however many workers there were."""
@@ -183,7 +199,7 @@ def test_the_same_seed_replays_the_same_run(folder):
     assert story("") == first and story("--workers 1") == first and story("--workers 6") == first
 
 
-@capstone
+@on_shop
 def test_a_crash_point_after_the_transaction_changes_nothing(folder):
     """Study Drill: moving the in-transaction crash point after the block
     still passes: by then the points and the job's done are committed."""
@@ -197,7 +213,7 @@ def test_a_crash_point_after_the_transaction_changes_nothing(folder):
         assert status == 0 and "AUDIT PASSED" in output, (seed, output)
 
 
-@capstone
+@on_shop
 def test_points_outside_complete_fail_the_points_audit(folder):
     """Study Drill: points written on their own, then the ack, with a crash
     point between: a retry awards them again, and only points go wrong."""
@@ -229,7 +245,7 @@ def stall_inside_a_tiny_lease(folder):
                        'maybe_crash("before the points")\n        time.sleep(0.01)\n')
 
 
-@capstone
+@on_tinyq
 def test_a_stalled_worker_without_the_guard_gets_points_wrong(folder):
     """Study Drill: finish() without its token and status check, and a worker
     that outlives its lease: another worker takes the job, both complete it,
@@ -240,7 +256,7 @@ def test_a_stalled_worker_without_the_guard_gets_points_wrong(folder):
         assert status == 1 and re.search(r"holds [2-9]\d points", output), (seed, output)
 
 
-@capstone
+@on_tinyq
 def test_a_stalled_worker_with_the_guard_never_doubles_points(folder):
     """The same stalls with the guard in place: every late complete() raises
     LeaseLost and rolls back, so no customer gets points twice. But every
@@ -256,7 +272,7 @@ def test_a_stalled_worker_with_the_guard_never_doubles_points(folder):
         assert all(why.startswith("loyalty_points") for _, why in parked(output)), (seed, output)
 
 
-@capstone
+@on_tinyq
 def test_a_stall_inside_a_lease_longer_than_the_work_parks_nothing(folder):
     """Study Drill 4, last step: the same stall under the shop's own lease of
     0.5 s. The lease outlasts the work, and every job ends done."""
@@ -277,7 +293,7 @@ def slow_points(folder, heartbeat):
                        f'            time.sleep(0.2){beat}\n')
 
 
-@capstone
+@on_tinyq
 def test_work_longer_than_its_lease_passes_from_worker_to_worker_until_it_is_dead(folder):
     """Study Drill 6: every worker loses the slow points job halfway, to the
     next, until its 25 attempts are used up: it ends dead, and nothing twice."""
@@ -288,7 +304,7 @@ def test_work_longer_than_its_lease_passes_from_worker_to_worker_until_it_is_dea
         ("customer1@example.com", "loyalty_points, 25 attempts; holds 0 points")], output
 
 
-@capstone
+@on_tinyq
 def test_a_heartbeat_keeps_work_longer_than_its_lease(folder):
     """Study Drill 6: with job.heartbeat() after each step the lease keeps
     moving ahead, and the points job is done at its first attempt."""
@@ -298,7 +314,7 @@ def test_a_heartbeat_keeps_work_longer_than_its_lease(folder):
     assert dead_jobs(output) == 0, output
 
 
-@capstone
+@on_tinyq
 def test_without_burying_a_run_of_poison_jobs_never_ends(folder):
     """Pause and Check 9.5: at --chaos 1 every job is poison. With BURY the
     run ends; take BURY out of claim(), and the expired jobs are claimed
@@ -317,7 +333,7 @@ def test_without_burying_a_run_of_poison_jobs_never_ends(folder):
     assert status == 2 and "stuck: jobs still unfinished after 5 s" in output, output
 
 
-@capstone
+@on_chaos
 def test_a_stuck_run_ends_with_exit_status_2(folder):
     """With leases that never run out, a crashed worker's job is stuck for
     good: the time limit ends the run with a message, and no verdict."""
@@ -393,7 +409,7 @@ def kill_workers_until_drained(folder, workers, rng, time_limit=120):
     return kills
 
 
-@capstone
+@on_tinyq
 def test_killed_workers_lose_no_job(folder, capsys):
     """In the style of Jepsen's queue checker: 10,000 no-op jobs, 4 workers
     killed with SIGKILL at random and restarted. Every job enqueued is run at

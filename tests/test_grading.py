@@ -14,6 +14,7 @@ import sys
 
 import guide
 from harness import catalogue, sandbox
+from mutations import MISTAKES, apply
 
 ROOT = catalogue.ROOT
 CODE = ROOT / "code"
@@ -93,51 +94,16 @@ def test_grade_needs_a_class_folder(tmp_path):
     assert result.returncode == 2 and "holds no learner folders" in result.stderr
 
 
-# Classic mistakes, each made in a copy of the reference, as a learner would.
-CLASSIC_MISTAKES = {
-    "ex02_jobs.py": [("", "")],                      # handed in empty
-    "ex05_two_workers.py": [(                        # a two-step claim where one belongs
-        '''    return db.execute("""
-        UPDATE jobs SET worker = ?, status = 'running'
-        WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id ASC LIMIT 1)
-        RETURNING id, kind, args
-    """, (WORKER,)).fetchone()''',
-        '''    oldest = db.execute("SELECT id, kind, args FROM jobs WHERE status = 'queued' "
-                        "ORDER BY id ASC LIMIT 1").fetchone()
-    if oldest is not None:
-        db.execute("UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?",
-                   (WORKER, oldest[0]))
-    return oldest''')],
-    "ex06_leases.py": [                              # a claim that ignores expired leases
-        ("                       OR (status = 'running' AND locked_until < ?)\n", ""),
-        ("(WORKER, now + lease, now)", "(WORKER, now + lease)")],
-    "ex08_idempotency.py": [(                        # a key made fresh on every attempt
-        'key = f"charge-for-order-{order_id}"', 'key = f"charge-{uuid.uuid4()}"')],
-    "capstone/tinyq.py": [(                          # complete() without the token check
-        "WHERE id = :id AND token = :token AND status = 'running'",
-        "WHERE id = :id AND status = 'running'")],
-    "capstone/shop.py": [(                           # points awarded outside the transaction
-        '''        with job.complete() as db:
-            db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
-                       (POINTS, job.args["customer"]))
-            maybe_crash("inside the transaction, before the commit")''',
-        '''        queue.db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
-                         (POINTS, job.args["customer"]))
-        maybe_crash("after the points, before the ack")''')],
-}
-
-
 def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path):
-    """One learner who made every classic mistake, each in its own file: the
-    grader fails exactly those exercises (the capstone for its two) and
-    passes every other."""
+    """One learner who made the first classic mistake of each of six files
+    (tests/mutations.py), each in its own file: the grader fails exactly those
+    exercises and passes every other."""
     learner = tmp_path / "class" / "everything-wrong"
     shutil.copytree(CODE, learner, ignore=shutil.ignore_patterns("__pycache__"))
-    for name, edits in CLASSIC_MISTAKES.items():
-        if edits == [("", "")]:
-            (learner / name).write_text("")
-        for old, new in (edit for edit in edits if edit != ("", "")):
-            sandbox.apply_edit(learner, name, old, new)
+    made = {}
+    for mistake in MISTAKES:
+        if mistake.file not in made:
+            made[mistake.file] = apply(mistake, learner)
 
     # Commands that wait for something a mistake prevents give up after 10 s.
     result = subprocess.run([sys.executable, "tools/grade.py", str(learner.parent)], cwd=ROOT,
@@ -147,12 +113,11 @@ def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path):
     with (learner.parent / "grades.csv").open() as table:
         header, row = list(csv.reader(table))
     verdicts = dict(zip(header[1:-1], row[1:-1]))
-    wrong = {"ex02_jobs.py", "ex05_two_workers.py", "ex06_leases.py", "ex08_idempotency.py",
-             "capstone/chaos.py"}
-    assert {name for name, verdict in verdicts.items() if verdict != "PASS"} == wrong, \
+    assert {name for name, verdict in verdicts.items() if verdict != "PASS"} == set(made), \
         result.stdout
-    assert {name: verdicts[name] for name in sorted(wrong)} == {
-        "capstone/chaos.py": "FAIL",
+    assert {name: verdicts[name] for name in sorted(made)} == {
+        "capstone/shop.py": "FAIL",
+        "capstone/tinyq.py": "FAIL",
         "ex02_jobs.py": "ERROR",             # what it should define is not there
         "ex05_two_workers.py": "FAIL",
         "ex06_leases.py": "TIMEOUT",         # a healthy worker waits for ever for the job

@@ -518,7 +518,7 @@ def grade(work, *tests):
              f"--results-json={results_file}"],
             cwd=catalogue.ROOT, capture_output=True, text=True)
         results = json.loads(results_file.read_text(encoding="utf-8"))
-    verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/chaos)\.py)  (\w+)$", result.stdout,
+    verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/\w+)\.py)  (NOT RUN|\w+)$", result.stdout,
                           re.MULTILINE)
     assert [(name, each["verdict"]) for name, each in results["exercises"].items()] == \
         verdicts, result.stdout
@@ -541,7 +541,10 @@ def test_a_copy_of_the_reference_passes(tmp_path):
     shutil.copytree(CODE, tmp_path / "mine")
     status, verdicts, output, results = grade(tmp_path / "mine", "guide.md")
     assert status == 0, output
-    assert verdicts == [(name, "PASS") for name in EXERCISES], output
+    # tinyq, world and shop have no transcript of their own: their tests are
+    # the claims tests, which this run leaves out.
+    assert verdicts == [(name, "NOT RUN" if name in catalogue.CAPSTONE[:3] else "PASS")
+                        for name in EXERCISES], output
     assert results["console_blocks"] == len([b for b in guide.read_guide(catalogue.GUIDE)
                                              if "console" in b.classes])
 

@@ -13,9 +13,12 @@ GUIDE = ROOT / "guide.md"
 CODE = ROOT / "code"
 
 # A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
-# exercise; one that runs chaos.py, to the capstone, named by its main file.
+# exercise; one that runs chaos.py, to the capstone's chaos.py.
 EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)")
-CAPSTONE = "capstone/chaos.py"
+CHAOS = "capstone/chaos.py"
+# The capstone's files, each graded on its own, in the order the guide has
+# you type them. The tests that exercise a file are marked with it.
+CAPSTONE = ("capstone/tinyq.py", "capstone/world.py", "capstone/shop.py", CHAOS)
 
 
 def exercise_of(block):
@@ -24,14 +27,18 @@ def exercise_of(block):
         for line in each.source.splitlines():
             match = EXERCISE.search(line) if line.startswith("$ ") else None
             if match:
-                return CAPSTONE if match.group() == "chaos" else match.group() + ".py"
+                return CHAOS if match.group() == "chaos" else match.group() + ".py"
     return None
 
 
 def exercises_in(blocks):
-    """The exercises that blocks name, in the course's order: the capstone last."""
+    """The exercises that blocks name, in the course's order: the capstone's
+    files last, all of them if its chaos.py is named."""
     names = {exercise_of(b) for b in blocks if "console" in b.classes} - {None}
-    return sorted(names, key=lambda name: (name == CAPSTONE, name))
+    if CHAOS in names:
+        names.update(CAPSTONE)
+    return sorted(names, key=lambda name: (name in CAPSTONE, CAPSTONE.index(name)
+                                           if name in CAPSTONE else name))
 
 
 def where_taught(guide, exercise):

@@ -37,6 +37,9 @@ def pytest_addoption(parser):
     parser.addoption("--work", metavar="FOLDER",
                      help="check a learner's exercise files in FOLDER instead of code/ "
                           "(runs only the tests that use them)")
+    parser.addoption("--exercise", metavar="FILE",
+                     help="run only the tests of this exercise (a file as the summary "
+                          "names it, like ex06_leases.py or capstone/tinyq.py)")
     parser.addoption("--results-json", metavar="PATH",
                      help="also write each exercise's verdict to PATH, as JSON "
                           "(what tools/grade.py reads)")
@@ -75,12 +78,24 @@ pytest_collect_file = Sybil(
 ).pytest()
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     # A block's exercise is known from its commands; mark it like a claims test.
     for item in items:
         block = getattr(getattr(item, "example", None), "parsed", None)
         if isinstance(block, guide.Block) and exercise_of(block):
             item.add_marker(pytest.mark.exercise(exercise_of(block)))
+    only = config.getoption("--exercise")
+    if only:
+        if only not in exercises_in(guide.read_guide(GUIDE)):
+            raise pytest.UsageError(f"--exercise {only}: the guide has no such exercise")
+        others = [item for item in items if exercise_marked(item) != only]
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if exercise_marked(item) == only]
+
+
+def exercise_marked(item):
+    marker = item.get_closest_marker("exercise")
+    return marker.args[0] if marker else None
 
 
 @pytest.hookimpl(wrapper=True)

@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from .catalogue import CODE
 
 TIMEWARP_FOLDER = Path(__file__).resolve().parent / "timewarp"
 TIMEWARP_FACTOR = 20          # sleeps run 20 times faster; clocks still agree
@@ -45,8 +46,18 @@ class EditError(ValueError):
     pass
 
 
-def copy_sources(source_folder, folder):
-    shutil.copytree(source_folder, folder, ignore=LEFTOVERS)
+def copy_sources(source_folder, folder, exercise=None):
+    """The course's files in folder, ready to run. For an exercise (a path
+    inside code/, like "ex08_idempotency.py"), they are the reference files
+    of code/ with source_folder's copy of that one file in its place: its
+    verdict depends on that file alone, so a mistake in a learner's ex07
+    never fails their ex08, and a stray file in their folder never shows in
+    an `ls`. Without one, source_folder's files as they are."""
+    if exercise is None:
+        shutil.copytree(source_folder, folder, ignore=LEFTOVERS)
+        return
+    shutil.copytree(CODE, folder, ignore=LEFTOVERS)
+    shutil.copy(Path(source_folder) / exercise, Path(folder) / exercise)
 
 
 IMPORTED = {}                 # a file's SHA-256 -> None, or why importing it failed

@@ -144,7 +144,7 @@ class Session:
         self.factor = float(timewarp)
         self.temp = Path(tempfile.mkdtemp(prefix="transcript-", dir=SCRATCH))
         self.folder = self.temp / "work"
-        copy_sources(self.source_folder, self.folder)
+        copy_sources(self.source_folder, self.folder, exercise)
         (self.temp / "bin").mkdir()
         # Outside the work folder, so that `ls` in a transcript does not show them.
         self.clock = new_clock(self.temp / "clock")
