@@ -3,6 +3,7 @@
 # make check              run every test against code/ (installs what it needs)
 # make check WORK=folder  grade a learner's exercise files in folder instead
 # make grade CLASS=folder grade every learner's folder inside folder: a table
+# make mutations          grade every classic mistake of tests/mutations.py (slow)
 # make bench              print build, page-weight and queue numbers (no pass/fail)
 # make clean              remove the virtualenv, node_modules and caches
 
@@ -25,7 +26,7 @@ else
 CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) chromium
 endif
 
-.PHONY: site serve check grade bench clean chromium
+.PHONY: site serve check mutations grade bench clean chromium
 
 site: $(INSTALLED) $(NODE_INSTALLED)
 	$(VENV)/bin/python tools/build.py
@@ -36,6 +37,9 @@ serve: site
 
 check: $(CHECK_NEEDS)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+mutations: $(INSTALLED)
+	$(VENV)/bin/python -m pytest -m mutations tests/test_mutations.py
 
 grade: $(INSTALLED)
 	@test -n "$(CLASS)" || { echo "usage: make grade CLASS=folder (one folder per learner inside)"; exit 2; }

@@ -1,5 +1,6 @@
 """Fixtures shared by the tests: the site, built once per run and served
-locally; the simulations' instances, closed after each test."""
+locally; the simulations' instances, closed after each test; the count of
+classic mistakes graded, printed at the end."""
 import functools
 import http.server
 import re
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mutations import MISTAKES
 from sims import api
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,3 +51,21 @@ def instances():
     yield api.instances
     for key in list(api.instances):
         api.close(key)
+
+
+CAUGHT = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="session")
+def mistakes_caught(pytestconfig):
+    """The classic mistakes (tests/mutations.py) that this run graded and
+    saw fail; tests append to it, and the summary counts them."""
+    return pytestconfig.stash.setdefault(CAUGHT, [])
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    caught = config.stash.get(CAUGHT, [])
+    if caught:
+        terminalreporter.write_line(
+            f"classic mistakes: {len(caught)} graded and caught, of the {len(MISTAKES)} in "
+            f"tests/mutations.py (make mutations grades every one)")

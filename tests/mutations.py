@@ -54,6 +54,42 @@ MISTAKES = [
         queue.db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
                          (POINTS, job.args["customer"]))
         maybe_crash("after the points, before the ack")''')]),
+    # ---- the capstone: each file graded on its own
+    Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
+        ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
+         "    (SELECT id FROM jobs WHERE status = 'running'\n")]),
+    Mistake("capstone/tinyq.py", "a token that is not raised at each claim", [
+        ("UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,",
+         "UPDATE jobs SET status = 'running', attempts = attempts + 1,")]),
+    Mistake("capstone/tinyq.py", "no burying: a job that kills its worker is claimed for ever", [
+        ('            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})\n', "")]),
+    Mistake("capstone/tinyq.py", "one attempt too many before a failing job is dead", [
+        ("        if job.attempts >= self.max_attempts:", "        if job.attempts > self.max_attempts:")]),
+    Mistake("capstone/tinyq.py", "a backoff without jitter: every retry waits the whole ceiling", [
+        ("        return self.rng.uniform(0, ceiling)", "        return ceiling")]),
+    Mistake("capstone/world.py", "a key reused with another amount gets the first charge's answer", [
+        ("                WHERE customer = excluded.customer AND cents = excluded.cents\n", "")]),
+    Mistake("capstone/world.py", "a lost reply that comes before the effect instead of after it", [
+        ('''        yield
+        if self.rng.random() < LOST_REPLY:
+            raise TimeoutError(f"{service}: the reply never came back")''', '''        if self.rng.random() < LOST_REPLY:
+            raise TimeoutError(f"{service}: the reply never came back")
+        yield''')]),
+    Mistake("capstone/shop.py", "an email key that changes with every attempt", [
+        ("key=f\"welcome-{job.args['customer']}\")", "key=f\"welcome-{job.args['customer']}-{job.attempts}\")")]),
+    Mistake("capstone/shop.py", "a fee key made from the claim's token", [
+        ("key=f\"fee-{job.args['customer']}\")", "key=f\"fee-{job.token}\")")]),
+    Mistake("capstone/shop.py", "a signup of separate statements instead of one transaction", [
+        ("    with queue.transaction() as db:\n        (customer,) = db.execute(",
+         "    if True:\n        db = queue.db\n        (customer,) = db.execute(")]),
+    Mistake("capstone/chaos.py", "an audit that looks only for duplicates, never for what is missing", [
+        ("            elif got != owed:", "            elif got > owed:")]),
+    Mistake("capstone/chaos.py", "a supervisor that does not restart a crashed worker", [
+        ("                running.append(start_worker(seed, chaos))\n", "")]),
+    Mistake("capstone/chaos.py", "a worker that quits when no job is due, leaving retries behind", [
+        ('''        counts = queue.counts()
+        if counts["queued"] + counts["running"] == 0:
+            return''', '''        return''')]),
 ]
 
 

@@ -319,6 +319,15 @@ def test_the_backoff_ceiling_doubles_then_caps(make_queue, clock):
     assert waits == [1, 2, 4, 5, 5]
 
 
+def test_the_backoff_is_full_jitter_below_the_ceiling(make_queue):
+    """Full jitter: each wait is drawn anywhere from 0 to the ceiling, so
+    failures that happen together do not retry together."""
+    queue = make_queue(backoff_base=1, backoff_cap=8)
+    waits = [queue.backoff(4) for _ in range(200)]        # the ceiling is 8
+    assert all(0 <= wait <= 8 for wait in waits)
+    assert min(waits) < 1 and max(waits) > 7 and len(set(waits)) == len(waits)
+
+
 def test_a_job_dies_after_max_attempts(make_queue, clock):
     queue = make_queue(max_attempts=3)
     job_id = queue.enqueue("email", {})
@@ -556,3 +565,46 @@ def test_a_key_reused_with_other_inputs_is_refused(world, service):
     with pytest.raises(module.KeyReused, match="k-1"):
         send(*other, key="k-1")
     assert world.db.execute(f"SELECT count(*), sum(repeats) FROM {table}").fetchone() == (1, 0)
+
+
+class Rolls(random.Random):
+    """A network that rolls the numbers it is given, in turn."""
+
+    def __init__(self, *rolls):
+        super().__init__()
+        self.rolls = list(rolls)
+
+    def random(self):
+        return self.rolls.pop(0)
+
+
+@on_world
+def test_a_lost_reply_comes_after_the_effect_and_a_lost_request_before_it(source_folder,
+                                                                         tmp_path):
+    """A request that never arrives does nothing; a reply lost on its way
+    back comes after the service acted: the caller sees the same kind of
+    failure, and cannot tell which happened."""
+    module = learner_module(source_folder, tmp_path, "world")
+    for rolls, error, rows in [((0.0,), ConnectionError, 0), ((0.99, 0.0), TimeoutError, 1)]:
+        world = module.World(tmp_path / f"world-{rows}.db", rng=Rolls(*rolls))
+        try:
+            with pytest.raises(error):
+                world.charge(7, 500, key="fee-7")
+            assert world.db.execute("SELECT count(*) FROM charges").fetchone() == (rows,)
+        finally:
+            world.close()
+
+
+@on_world
+def test_without_keys_every_request_is_new(source_folder, tmp_path, monkeypatch):
+    """Break It: with TINYQ_NO_KEYS=1 each request carries a new random key,
+    so the same email sent twice is two emails and no repeat."""
+    monkeypatch.setenv("TINYQ_NO_KEYS", "1")
+    module = learner_module(source_folder, tmp_path, "world")
+    world = module.World(tmp_path / "world.db", rng=NoLuck())
+    try:
+        for _ in range(2):
+            world.send_email("ann@example.com", "Welcome!", key="welcome-1")
+        assert world.db.execute("SELECT count(*), sum(repeats) FROM emails").fetchone() == (2, 0)
+    finally:
+        world.close()

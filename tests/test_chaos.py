@@ -153,6 +153,66 @@ def test_without_keys_every_absorbed_duplicate_becomes_real(keyed_and_keyless):
         assert (extra_emails, extra_charges) == absorbed(keyed[seed][1]), (seed, output)
 
 
+# Effects that go missing: each edit to code/'s shop.py leaves a done job
+# without its effect, or a job never made, and the audit must say so.
+TOO_LITTLE = {
+    "an email never sent": (
+        "        world.send_email(job.args[\"email\"], WELCOME, key=f\"welcome-{job.args['customer']}\")\n",
+        "", r"customer\d+@example.com got 0 welcome emails"),
+    "a fee never charged": (
+        "        world.charge(job.args[\"customer\"], FEE_CENTS, key=f\"fee-{job.args['customer']}\")\n",
+        "", r"customer\d+@example.com paid \$0.00"),
+    "a points job never made": (
+        'for kind in ("welcome_email", "signup_fee", "loyalty_points"):',
+        'for kind in ("welcome_email", "signup_fee"):',
+        r"customer\d+@example.com holds 0 points"),
+}
+
+
+@on_chaos
+@pytest.mark.parametrize("loss", TOO_LITTLE)
+def test_the_audit_fails_on_too_little_as_well_as_too_much(folder, loss):
+    """An audit that looked only for duplicates would pass a shop that loses
+    work: every customer whose email, fee or points never came is named."""
+    old, new, problem = TOO_LITTLE[loss]
+    sandbox.apply_edit(folder, "capstone/shop.py", old, new)
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 3")
+    assert status == 1 and "AUDIT FAILED" in output, output
+    assert len(problems(output)) == 3, output
+    assert all(re.fullmatch(problem, line) for line in problems(output)), output
+
+
+# A signup whose third job cannot be written: a trigger in the shop's own
+# database refuses it, however the signup writes its rows.
+SIGNUP_FAILS_HALFWAY = '''
+import sqlite3
+import shop
+
+queue = shop.open_shop()
+queue.db.execute("""CREATE TRIGGER full BEFORE INSERT ON jobs
+    WHEN (SELECT count(*) FROM jobs) >= 2
+    BEGIN SELECT RAISE(ABORT, 'the disk is full'); END""")
+try:
+    shop.signup(queue, "ann@example.com")
+    print("signup returned")
+except sqlite3.Error as error:
+    print("signup failed:", error)
+for table in ("customers", "jobs"):
+    print(table, queue.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+'''
+
+
+@on_shop
+def test_a_signup_that_fails_halfway_leaves_no_customer_and_no_job(folder):
+    """signup() writes the customer and its three jobs in one transaction:
+    when the third job cannot be written, the customer and the first two
+    jobs are gone too, and nothing is left for a worker to half-do."""
+    (folder / "capstone" / "signup.py").write_text(SIGNUP_FAILS_HALFWAY)
+    status, output = sandbox.run("python3 signup.py", folder / "capstone")
+    assert status == 0, output
+    assert output.splitlines() == ["signup failed: the disk is full", "customers 0", "jobs 0"]
+
+
 def parked(output):
     """[(customer, what the audit says)], a pair for each dead job that left
     a customer waiting for a person."""

@@ -94,7 +94,7 @@ def test_grade_needs_a_class_folder(tmp_path):
     assert result.returncode == 2 and "holds no learner folders" in result.stderr
 
 
-def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path):
+def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_caught):
     """One learner who made the first classic mistake of each of six files
     (tests/mutations.py), each in its own file: the grader fails exactly those
     exercises and passes every other."""
@@ -124,6 +124,7 @@ def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path):
         "ex08_idempotency.py": "FAIL",
     }
     assert result.returncode == 1
+    mistakes_caught.extend(made.values())
 
 
 def test_a_function_that_never_returns_is_a_timeout(tmp_path):

@@ -1,0 +1,39 @@
+"""Every classic mistake of tests/mutations.py, graded as an instructor's
+grading would grade it: a copy of code/ with the one mistake made, graded
+for the mistake's file alone (`--exercise`). Its verdict must not be PASS.
+
+Why its own file alone is enough: each exercise's tests run code/'s files
+with only the learner's copy of that exercise put in (sandbox.copy_sources),
+so a mistake in one file cannot change another's verdict.
+test_grading.py's classic-mistakes test shows it on a whole class run.
+
+Slow (a grading run per mistake), so marked `mutations`: `make check` leaves
+them out and `make mutations` runs them all.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from harness import results
+from harness.catalogue import CODE, ROOT
+from mutations import MISTAKES, apply
+
+
+@pytest.mark.mutations
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[f"{m.file}: {m.what}" for m in MISTAKES])
+def test_a_classic_mistake_fails_its_own_exercise(mistake, tmp_path, mistakes_caught):
+    learner = tmp_path / "learner"
+    shutil.copytree(CODE, learner, ignore=shutil.ignore_patterns("__pycache__"))
+    apply(mistake, learner)
+    verdicts = tmp_path / "results.json"
+    # Commands that wait for something a mistake prevents give up after 10 s.
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--work={learner}",
+         f"--exercise={mistake.file}", f"--results-json={verdicts}"],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "COMMAND_TIMEOUT": "10"})
+    verdict = results.verdicts(verdicts).get(mistake.file)
+    assert verdict in results.EXPLAINED, f"{mistake.what}: graded {verdict}\n{run.stdout[-3000:]}"
+    mistakes_caught.append(mistake)
