@@ -42,6 +42,179 @@ MISTAKES = [
     Mistake("ex08_idempotency.py", "a key made fresh on every attempt", [
         ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{uuid.uuid4()}"')]),
 
+    # ---- ex01-ex09: mistakes whose effect the transcripts cannot show, and
+    # the classic ones the guide warns about. The comment under each
+    # names the tests that catch it, on a copy of code/ (`pytest --work=COPY
+    # --exercise FILE`); "transcripts" are the guide's console blocks.
+
+    Mistake("ex01_slow_signup.py", "the mail server's 2 s written into the sleep", [
+        ("time.sleep(MAIL_SERVER_SECONDS)      # talking to the mail server",
+         "time.sleep(2)                        # talking to the mail server")]),
+    # FAIL: test_ex01_a_signup_waits_as_long_as_the_mail_server (Study Drill 1);
+    # the Break It's transcript and test, whose edit no longer finds the sleep
+
+    Mistake("ex01_slow_signup.py", "Study Drill 3's swap kept: the email before the account", [
+        ("    create_account(address)\n    send_welcome_email(address)          # the user waits for this too\n",
+         "    send_welcome_email(address)          # the user waits for this too\n    create_account(address)\n")]),
+    # FAIL: test_ex01_a_failing_email_fails_a_signup_whose_account_exists, the transcripts
+
+    Mistake("ex02_jobs.py", "make_job no longer checks the kind (Study Drill 3 left in)", [
+        ('    if kind not in HANDLERS:\n        raise ValueError(f"no handler for job kind {kind!r}")\n', "")]),
+    # FAIL: test_ex02_an_unknown_kind_is_refused, the Break It's misspelt kind
+
+    Mistake("ex02_jobs.py", "the job holds its handler function instead of its kind", [
+        ('return {"kind": kind, "args": args}', 'return {"kind": HANDLERS[kind], "args": args}'),
+        ('handler = HANDLERS[job["kind"]]', 'handler = job["kind"]')]),
+    # ERROR: test_ex02_jobs_survive_a_json_round_trip, the transcripts (TypeError)
+
+    Mistake("ex03_memory_queue.py", "a stack, not a queue: the newest job first", [
+        ("jobs = queue.Queue()", "jobs = queue.LifoQueue()")]),
+    # FAIL: test_ex03_the_worker_sends_every_email_in_order_and_signups_do_not_wait,
+    # the transcript
+
+    Mistake("ex03_memory_queue.py", "each signup waits for the worker (put, then join)", [
+        ('    jobs.put({"kind": "welcome_email", "args": {"address": address}})\n',
+         '    jobs.put({"kind": "welcome_email", "args": {"address": address}})\n'
+         '    jobs.join()                          # make sure it went\n')]),
+    # FAIL: test_ex03_the_worker_sends_every_email_in_order_and_signups_do_not_wait,
+    # test_ex03_quitting_loses_the_waiting_jobs, the transcripts
+
+    Mistake("ex04_durable_queue.py", "ack before the work", [
+        ("        HANDLERS[kind](**json.loads(args))               # 2. do\n"
+         "        ack(db, job_id)                                  # 3. acknowledge\n",
+         "        ack(db, job_id)                                  # 3. acknowledge\n"
+         "        HANDLERS[kind](**json.loads(args))               # 2. do\n")]),
+    # FAIL: test_ex04_a_job_is_running_while_it_is_sent_and_done_only_after. The
+    # Break It and test_ex04_a_job_interrupted_mid_send_stays_running_forever
+    # catch it only when the Ctrl-C lands after the early ack: a race
+
+    Mistake("ex04_durable_queue.py", "claim takes running jobs too, not only queued ones", [
+        ("\"SELECT id, kind, args FROM jobs WHERE status = 'queued' \"",
+         "\"SELECT id, kind, args FROM jobs WHERE status IN ('queued', 'running') \"")]),
+    # FAIL: test_ex04_a_job_interrupted_mid_send_stays_running_forever, the Break It
+
+    Mistake("ex04_durable_queue.py", "no isolation_level=None: nothing is ever committed", [
+        ("db = sqlite3.connect(DATABASE, isolation_level=None)",
+         "db = sqlite3.connect(DATABASE)")]),
+    # too little: every job is lost. TIMEOUT (about 3 minutes of waiting):
+    # test_ex04_reset_starts_the_numbers_again, test_ex04_a_job_interrupted_...,
+    # the transcripts
+
+    Mistake("ex05_two_workers.py", "ack without its WHERE: every job marked done", [
+        ("db.execute(\"UPDATE jobs SET status = 'done' WHERE id = ?\", (job_id,))",
+         "db.execute(\"UPDATE jobs SET status = 'done'\")")]),
+    # too little: jobs lost. FAIL:
+    # test_ex05_two_atomic_workers_email_everyone_once_and_share_the_work,
+    # test_ex05_the_atomic_claim_under_load_sends_each_email_exactly_once,
+    # test_ex05_two_naive_workers_email_everyone_twice, the transcripts
+
+    Mistake("ex06_leases.py", "claim takes a running job whatever its lease", [
+        ("                       OR (status = 'running' AND locked_until < ?)\n",
+         "                       OR status = 'running'\n"),
+        ("(WORKER, now + lease, now)", "(WORKER, now + lease)")]),
+    # no transcript and no earlier test shows it. FAIL:
+    # test_ex06_a_live_lease_holds_the_job_until_it_runs_out, alone
+
+    Mistake("ex06_leases.py", "the lease always LEASE_SECONDS long, whatever --lease says", [
+        ("(WORKER, now + lease, now)", "(WORKER, now + LEASE_SECONDS, now)")]),
+    # TIMEOUT: test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash,
+    # test_ex06_a_live_lease_holds_the_job_until_it_runs_out, the transcripts
+
+    Mistake("ex07_retries.py", "backoff without its cap", [
+        ("return fraction * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))",
+         "return fraction * BACKOFF_BASE * 2 ** (attempt - 1)")]),
+    # no transcript reaches the cap. FAIL:
+    # test_ex07_backoff_is_a_pure_function_of_the_attempt_and_a_fraction,
+    # test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone
+
+    Mistake("ex07_retries.py", "no jitter: every retry waits its whole ceiling", [
+        ("wait = backoff(attempts, jitter.random())", "wait = backoff(attempts, 1.0)")]),
+    # FAIL: test_ex07_the_waits_come_from_dice_of_their_own,
+    # test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone, the transcripts
+
+    Mistake("ex07_retries.py", "a job dies one attempt early", [
+        ("if attempts >= MAX_ATTEMPTS:", "if attempts + 1 >= MAX_ATTEMPTS:")]),
+    # FAIL: test_ex07_with_two_attempts_jobs_die_with_their_last_error, the transcripts
+
+    Mistake("ex08_idempotency.py", "the key names the account, not the order", [
+        ('key = f"charge-for-order-{order_id}"', 'key = f"charge-for-{account}"')]),
+    # too little: one charge for five orders. FAIL:
+    # test_ex08_a_stable_key_charges_each_order_once_however_often_it_is_sent,
+    # test_ex08_many_seeds_balance_and_seed_4_charges_a_dead_job, the transcript
+
+    Mistake("ex08_idempotency.py", "the key noted after the charge is committed", [
+        ("        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n"
+         "    db.execute(\"COMMIT\")\n",
+         "    db.execute(\"COMMIT\")\n"
+         "    if answered is None:                 # note the key once the charge is safe\n"
+         "        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n")]),
+    # no transcript shows it, nor the two-process race test (the key is noted
+    # before the other request gets the lock). FAIL, alone:
+    # test_ex08_a_bank_that_dies_at_any_point_charges_once_when_the_key_comes_again
+
+    Mistake("ex08_idempotency.py", "no transaction around the lookup, the charge and the key", [
+        ('    db.execute("BEGIN IMMEDIATE")\n', ""),
+        ('    db.execute("COMMIT")\n', "")]),
+    # FAIL: test_ex08_the_bank_charges_once_when_one_key_arrives_twice_at_once,
+    # test_ex08_a_bank_that_dies_at_any_point_charges_once_when_the_key_comes_again
+
+    Mistake("ex09_charge_worker.py", "start_next starts a running operation whatever its lease", [
+        ("AND (state = 'waiting' OR (state = 'running' AND locked_until < :now))",
+         "AND state IN ('waiting', 'running')")]),
+    # FAIL: test_ex09_a_dead_workers_slot_comes_back_after_its_lease,
+    # test_ex09_admission_limits_each_tenant_on_its_own,
+    # test_ex09_a_worker_gives_its_slot_back_on_every_way_out, the admission transcript
+
+    Mistake("ex09_charge_worker.py", "marked charged before the provider is called", [
+        ("    if charge_id is None:\n"
+         "        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)\n"
+         "    # 4. Record the charge. Only then may the message be acknowledged.\n"
+         "    db.execute(\"UPDATE operations SET charge_id = ?, state = 'charged'\"\n"
+         "               \" WHERE id = ? AND state = 'started'\", (charge_id, op_id))\n",
+         "    db.execute(\"UPDATE operations SET state = 'charged' WHERE id = ?\", (op_id,))\n"
+         "    if charge_id is None:\n"
+         "        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)\n"
+         "    db.execute(\"UPDATE operations SET charge_id = ? WHERE id = ?\", (charge_id, op_id))\n")]),
+    # too little: a crash before the call ends with no charge. FAIL:
+    # test_ex09_a_crash_at_any_point_ends_with_exactly_one_charge, and most
+    # tests of process() and the transcripts (a charge id None is returned)
+
+    Mistake("ex09_charge_worker.py", "every delivery writes its own started_at", [
+        ("\" VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING\"",
+         "\" VALUES (?, ?, 'started', ?)\"\n"
+         "               \" ON CONFLICT (id) DO UPDATE SET started_at = excluded.started_at\"")]),
+    # FAIL: test_ex09_after_the_key_window_the_worker_reconciles, the o7 transcript
+
+    Mistake("ex09_charge_worker.py", "the start and the spend in two transactions", [
+        ('    db.execute("BEGIN IMMEDIATE")              # the start and the spend: both or neither\n', ""),
+        ('        db.execute("ROLLBACK")                 # over budget: not started, nothing taken\n', ""),
+        ('    db.execute("COMMIT")\n    if message is None:\n', "    if message is None:\n")]),
+    # ERROR: test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing,
+    # test_ex09_a_refusal_by_the_spend_budget_is_not_a_start,
+    # test_ex09_the_spend_budget_is_shared_by_every_tenant, the spend transcript
+
+    Mistake("ex09_charge_worker.py", "finish without the fencing token", [
+        ("WHERE id = ? AND state = 'running' AND starts = ?\",\n"
+         "               (state, message[\"id\"], message[\"start\"]))",
+         "WHERE id = ? AND state = 'running'\",\n"
+         "               (state, message[\"id\"]))")]),
+    # FAIL: test_ex09_a_worker_whose_lease_ran_out_cannot_end_the_operation, alone
+
+    Mistake("ex09_charge_worker.py", "admission counts, then inserts, in two statements", [
+        ('    db.execute("""\n'
+         '        INSERT INTO work (id, tenant, inputs, state)\n'
+         "        SELECT ?, ?, ?, 'waiting'\n"
+         "        WHERE (SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting') < ?\n"
+         '        ON CONFLICT (id) DO NOTHING\n'
+         '    """, (op_id, tenant, json.dumps(inputs), tenant, MAX_WAITING))\n',
+         "    (waiting,) = db.execute(\"SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting'\",\n"
+         '                            (tenant,)).fetchone()\n'
+         '    if waiting < MAX_WAITING:\n'
+         "        db.execute(\"INSERT INTO work (id, tenant, inputs, state) VALUES (?, ?, ?, 'waiting')\"\n"
+         '                   " ON CONFLICT (id) DO NOTHING", (op_id, tenant, json.dumps(inputs)))\n')]),
+    # no transcript and no earlier test shows it. FAIL, alone:
+    # test_ex09_two_requests_cannot_both_take_the_last_waiting_slot
+
     Mistake("capstone/tinyq.py", "complete() without the token check", [
         ("WHERE id = :id AND token = :token AND status = 'running'",
          "WHERE id = :id AND status = 'running'")]),

@@ -230,6 +230,25 @@ def test_ex04_a_job_interrupted_mid_send_stays_running_forever(terminals, folder
 
 
 @exercise("ex04_durable_queue.py")
+def test_ex04_a_job_is_running_while_it_is_sent_and_done_only_after(folder):
+    """Study Drill 2: while the worker sends, `list` shows its job running and
+    the outbox is empty; the job is done only once the email is out."""
+    ex04 = "ex04_durable_queue.py"
+    terminals = Terminals(folder, timewarp=1)     # the send takes 2 s of real time
+    try:
+        terminals.run(f"python3 {ex04} enqueue ann@example.com")
+        worker = terminals.start(f"python3 {ex04} work")
+        terminals.wait_for(worker, "claimed job 1")
+        assert statuses(terminals, ex04) == ["running"] and outbox(folder) == []
+        terminals.wait_for(worker, "job 1 done")
+        assert statuses(terminals, ex04) == ["done"]
+        assert outbox(folder) == ["welcome email to ann@example.com"]
+        terminals.stop(worker)
+    finally:
+        terminals.close()
+
+
+@exercise("ex04_durable_queue.py")
 def test_ex04_reset_starts_the_numbers_again(terminals, folder):
     """After a run, reset empties the queue and the outbox, and the next job is job 1
     again, so a learner who ran an earlier version sees the guide's job numbers."""
@@ -344,6 +363,40 @@ def test_ex06_after_a_crash_a_healthy_worker_finishes_the_job(terminals, folder,
     assert "claimed job 1 (attempt 2)" in printed
     assert [line.split(",")[0] for line in outbox(folder)] == \
         ["welcome email to ann@example.com"] * emails
+
+
+def lease_ends(folder):
+    """{job id: locked_until} from ex06's table."""
+    db = sqlite3.connect(folder / "ex06.db")
+    try:
+        return dict(db.execute("SELECT id, locked_until FROM jobs"))
+    finally:
+        db.close()
+
+
+@exercise("ex06_leases.py")
+def test_ex06_a_live_lease_holds_the_job_until_it_runs_out(terminals, folder):
+    """A claim leaves a running job alone while its lease lasts, and takes it
+    once the lease has run out (Study Drill 1: a worker crashes holding a
+    ten-second lease; a healthy worker started at once waits, then claims
+    the job as attempt 2, and Ann gets one email)."""
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    crashed = terminals.run(f"python3 {ex06} work --lease 10 --crash-before-send")
+    assert "claimed job 1 (attempt 1), lease 10 s" in crashed, crashed
+    first_lease_ends = lease_ends(folder)[1]
+    healthy = terminals.start(f"python3 {ex06} work")
+    terminals.wait_for(healthy, "waiting for jobs")
+    terminals.sleep(5)                        # half the lease, on the shared clock
+    assert "claimed" not in healthy.output(), healthy.output()
+    assert statuses(terminals, ex06) == ["running"]
+    terminals.wait_for(healthy, "no jobs left")
+    printed = terminals.stop(healthy)
+    assert "claimed job 1 (attempt 2), lease 3 s" in printed, printed
+    # it took the job once the first lease was over, not before: its own
+    # lease, 3 s from its claim, ends 3 s or more after the first one did
+    assert lease_ends(folder)[1] - 3 >= first_lease_ends, (lease_ends(folder), first_lease_ends)
+    assert [line.split(",")[0] for line in outbox(folder)] == ["welcome email to ann@example.com"]
 
 
 @exercise("ex06_leases.py")
@@ -810,6 +863,84 @@ def test_ex08_the_bank_charges_once_when_one_key_arrives_twice_at_once(folder):
         "? found nothing", "? approved",
         "? found nothing",
         "? IntegrityError: UNIQUE constraint failed: bank_requests.idempotency_key"])), output
+
+
+# One request for order 1, in a process of its own that dies (os._exit: no
+# rollback, no cleanup, as a power cut) right after the bank's statement
+# number DIE_AFTER has run; 0 never dies. It prints how many statements the
+# bank ran, then its answer.
+DYING_BANK = """
+import os, sys
+import ex08_idempotency as ex
+ex.BANK_SECONDS = 0
+ex.LOST_REQUEST = ex.LOST_REPLY = 0          # every request arrives and is answered
+die_after = int(sys.argv[1])
+
+class Dies:
+    def __init__(self, db):
+        self.db, self.statements = db, 0
+    def execute(self, sql, *args):
+        result = self.db.execute(sql, *args)
+        self.statements += 1
+        if self.statements == die_after:
+            os._exit(1)
+        return result
+
+db = Dies(ex.connect())
+answer = ex.bank_charge(db, "alice", 1000, "charge-for-order-1")
+print(db.statements, answer)
+"""
+
+BANK_CRASHES = """
+import contextlib, io, subprocess, sys
+import ex08_idempotency as ex
+
+def request(die_after):
+    return subprocess.run([sys.executable, "dying_bank.py", str(die_after)],
+                          capture_output=True, text=True)
+
+def balance():
+    return ex.connect().execute("SELECT balance_cents FROM accounts").fetchone()[0]
+
+with contextlib.redirect_stdout(io.StringIO()):
+    ex.setup(ex.connect())
+statements = int(request(0).stdout.split()[0])
+print("statements", statements, "balance", balance())
+for die_after in range(1, statements + 1):
+    with contextlib.redirect_stdout(io.StringIO()):
+        ex.setup(ex.connect())
+    died = request(die_after).returncode
+    after_crash = balance()
+    again = request(0)                       # the worker's retry: the same key again
+    print("died after", die_after, "exit", died, "balance", after_crash, balance(),
+          "answer", again.stdout.split()[-1:], again.stderr.strip()[-200:])
+"""
+
+
+@exercise("ex08_idempotency.py")
+def test_ex08_a_bank_that_dies_at_any_point_charges_once_when_the_key_comes_again(folder):
+    """The bank charges and notes the key in one transaction: wherever its
+    process dies while answering a request, the same key sent again leaves
+    Alice charged exactly once, and the retry is approved. (A bank that
+    commits the charge, then notes the key in a second step, charges twice
+    when it dies between the two.)"""
+    (folder / "dying_bank.py").write_text(DYING_BANK)
+    status, output = run_script(folder, BANK_CRASHES, timewarp=1)
+    assert status == 0, output
+    lines = output.splitlines()
+    assert lines[0].startswith("statements ") and lines[0].endswith(" balance 9000"), output
+    statements = int(lines[0].split()[1])
+    assert statements >= 3, output           # a lookup, a charge, the key at the least
+    crashes = [line.split() for line in lines[1:]]
+    assert len(crashes) == statements, output
+    for crash in crashes:
+        # died: the process really died there; then one charge in all, and an answer
+        assert crash[3:5] == ["exit", "1"], output
+        assert crash[5:8] == ["balance", crash[6], "9000"] and crash[6] in ("9000", "10000"), \
+            output
+        assert crash[8:10] == ["answer", "['approved']"], output
+    # the crashes did land both before the charge was safe and after it
+    assert {crash[6] for crash in crashes} == {"9000", "10000"}, output
 
 
 @exercise("ex08_idempotency.py")
@@ -1399,6 +1530,36 @@ def test_ex09_two_workers_cannot_both_spend_the_last_of_the_budget(ex09, tmp_pat
         ex09.spend(first, 1, clock)
     clock.now += 3600                                    # a new hour, a new budget
     ex09.spend(first, ex09.MAX_CENTS_PER_HOUR, clock)
+
+
+@exercise("ex09_charge_worker.py")
+def test_ex09_two_requests_cannot_both_take_the_last_waiting_slot(ex09, tmp_path):
+    """Admission counts and queues in one statement: two requests for North,
+    each on its own connection and in step, arrive when one waiting slot is
+    left; one is queued, the other refused, and North never has more than
+    MAX_WAITING operations waiting."""
+    path = tmp_path / "shared.db"
+    first = ex09.open_db(path)
+    for number in range(ex09.MAX_WAITING - 1):
+        ex09.admit(first, "North", f"N{number}", {})
+    barrier, outcomes = threading.Barrier(2), []
+
+    def request(client_id):
+        db = Lockstep(ex09.open_db(path), barrier)
+        try:
+            outcomes.append(ex09.admit(db, "North", client_id, {})[0])
+        except ex09.Refused:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=request, args=(client_id,)) for client_id in ("A", "B")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["refused", "waiting"]
+    (waiting,) = first.execute("SELECT count(*) FROM work WHERE tenant = 'North'"
+                               " AND state = 'waiting'").fetchone()
+    assert waiting == ex09.MAX_WAITING
 
 
 @exercise("ex09_charge_worker.py")
