@@ -2,7 +2,8 @@
 # make serve              build it and serve it on http://localhost:8000
 # make check              run every test against code/ (installs what it needs)
 # make check WORK=folder  grade a learner's exercise files in folder instead
-# make grade CLASS=folder grade every learner's folder inside folder: a table
+# make grade CLASS=folder grade every learner's folder inside folder: a table, and a
+#                         report per learner (EXERCISE=file: only that exercise)
 # make mutations          grade every classic mistake of tests/mutations.py (slow)
 # make bench              print build, page-weight and queue numbers (no pass/fail)
 # make clean              remove the virtualenv, node_modules and caches
@@ -41,9 +42,14 @@ check: $(CHECK_NEEDS)
 mutations: $(INSTALLED)
 	$(VENV)/bin/python -m pytest -m mutations tests/test_mutations.py
 
+# Quiet: progress on stderr, the table on stdout, nothing echoed. When a
+# learner did not pass everything, grade.py exits 1 and GNU make adds its one
+# line `make: *** [Makefile:LINE: grade] Error 1`: make prints it for every
+# failing recipe, and the only way to silence it (`-` with -s) would also
+# make the exit status 0.
 grade: $(INSTALLED)
-	@test -n "$(CLASS)" || { echo "usage: make grade CLASS=folder (one folder per learner inside)"; exit 2; }
-	$(VENV)/bin/python tools/grade.py "$(CLASS)"
+	@test -n "$(CLASS)" || { echo "usage: make grade CLASS=folder [EXERCISE=file...] (one folder per learner inside)" >&2; exit 2; }
+	@$(VENV)/bin/python tools/grade.py "$(CLASS)" $(addprefix --exercise=,$(EXERCISE))
 
 bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) chromium
 	PYTHONPATH=tools $(VENV)/bin/python -m bench

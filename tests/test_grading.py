@@ -3,14 +3,19 @@ safety of running learners' files: a syntax error, a hang, a misnamed file
 and a file that writes and deletes files around it each end that learner's
 exercise with a clear verdict, the other learners are graded all the same,
 and the repository is left exactly as it was. And fairness: classic
-mistakes fail their own exercise, and no other."""
+mistakes fail their own exercise, and no other. And what the instructor
+gets: a report per learner that says why, a quiet `make grade`, and files
+written all at once."""
 
 import csv
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+
+import pytest
 
 import guide
 from harness import catalogue, sandbox
@@ -95,15 +100,19 @@ def test_grade_needs_a_class_folder(tmp_path):
 
 
 def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_caught):
-    """One learner who made the first classic mistake of each of six files
-    (tests/mutations.py), each in its own file: the grader fails exactly those
-    exercises and passes every other."""
-    learner = tmp_path / "class" / "everything-wrong"
+    """One learner who made a classic mistake (the first of tests/mutations.py
+    for that file) in six files, among them the files others build on: ex07,
+    which ex08 is compared with, and tinyq.py and world.py, which shop.py and
+    chaos.py run. The grader fails exactly those six and passes every other."""
+    learner = tmp_path / "class" / "six-mistakes"
     shutil.copytree(CODE, learner, ignore=shutil.ignore_patterns("__pycache__"))
+    wrong = {"ex02_jobs.py", "ex05_two_workers.py", "ex06_leases.py", "ex07_retries.py",
+             "capstone/tinyq.py", "capstone/world.py"}
     made = {}
     for mistake in MISTAKES:
-        if mistake.file not in made:
+        if mistake.file in wrong and mistake.file not in made:
             made[mistake.file] = apply(mistake, learner)
+    assert set(made) == wrong
 
     # Commands that wait for something a mistake prevents give up after 10 s.
     result = subprocess.run([sys.executable, "tools/grade.py", str(learner.parent)], cwd=ROOT,
@@ -113,16 +122,10 @@ def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_ca
     with (learner.parent / "grades.csv").open() as table:
         header, row = list(csv.reader(table))
     verdicts = dict(zip(header[1:-1], row[1:-1]))
-    assert {name for name, verdict in verdicts.items() if verdict != "PASS"} == set(made), \
-        result.stdout
-    assert {name: verdicts[name] for name in sorted(made)} == {
-        "capstone/shop.py": "FAIL",
-        "capstone/tinyq.py": "FAIL",
+    assert verdicts == {name: "PASS" if name not in wrong else {
         "ex02_jobs.py": "ERROR",             # what it should define is not there
-        "ex05_two_workers.py": "FAIL",
         "ex06_leases.py": "TIMEOUT",         # a healthy worker waits for ever for the job
-        "ex08_idempotency.py": "FAIL",
-    }
+    }.get(name, "FAIL") for name in verdicts}, result.stdout
     assert result.returncode == 1
     mistakes_caught.extend(made.values())
 
@@ -143,3 +146,169 @@ def test_a_function_that_never_returns_is_a_timeout(tmp_path):
     assert result.returncode == 1
     assert "\nex09_charge_worker.py  TIMEOUT\n" in result.stdout, result.stdout
     assert "Failed: Timeout (>5.0s)" in result.stdout
+
+
+# ---------------------------------------------------------------- reports
+
+EX04 = "ex04_durable_queue.py"
+
+
+def ex04_learner(folder, old, new):
+    """A learner who handed in code/'s ex04 with one change."""
+    folder.mkdir(parents=True)
+    shutil.copy(CODE / EX04, folder)
+    sandbox.apply_edit(folder, EX04, old, new)
+
+
+def guide_line(text):
+    """The line of guide.md that is exactly text (its first)."""
+    lines = (ROOT / "guide.md").read_text(encoding="utf-8").splitlines()
+    return lines.index(text) + 1
+
+
+def test_each_learner_gets_a_report_that_says_why(tmp_path):
+    """A FAIL, an ERROR and a TIMEOUT learner, graded on ex04 alone: each
+    report names the section to reread, the step that failed first (a guide
+    line or a test), its claim in a sentence, and its short diff; the table
+    links each name to its report. A wrong value that makes the worker crash
+    afterwards is a FAIL: only a crash that comes first is an ERROR."""
+    learners = tmp_path / "class"
+    # the args stored as Python's repr, not JSON: the worker prints them, then crashes on them
+    ex04_learner(learners / "fail", "(kind, json.dumps(args))", "(kind, str(args))")
+    # a typo: the worker crashes at its first job, having printed nothing wrong
+    ex04_learner(learners / "error", "HANDLERS[kind](**json.loads(args))",
+                 "HANDLERS[kind](**json.loads(arg))")
+    # every command waits for ever
+    ex04_learner(learners / "timeout", "def connect():\n",
+                 "def connect():\n    while True:\n        pass\n")
+
+    result = subprocess.run([sys.executable, "tools/grade.py", str(learners), "--exercise", EX04],
+                            cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "COMMAND_TIMEOUT": "3"})
+
+    assert result.returncode == 1, result.stderr
+    # progress only on stderr, the table only on stdout
+    progress = result.stderr.splitlines()
+    assert [re.sub(r"\d+:\d\d", "M:SS", line) for line in progress] == [
+        "grading 1 of 3: error (M:SS so far)", "grading 2 of 3: fail (M:SS so far)",
+        "grading 3 of 3: timeout (M:SS so far)", "graded 3 in M:SS"], result.stderr
+    assert result.stdout == (learners / "grades.md").read_text() == (
+        f"| learner | {EX04} | passed |\n|---|---|---|\n"
+        "| [error](reports/error.md) | ERROR | 0/1 |\n"
+        "| [fail](reports/fail.md) | FAIL | 0/1 |\n"
+        "| [timeout](reports/timeout.md) | TIMEOUT | 0/1 |\n")
+    with (learners / "grades.csv").open() as table:
+        assert list(csv.reader(table)) == [["learner", EX04, "passed"], ["error", "ERROR", "0/1"],
+                                           ["fail", "FAIL", "0/1"], ["timeout", "TIMEOUT", "0/1"]]
+    assert sorted(p.name for p in (learners / "reports").iterdir()) == [
+        "error.md", "fail.md", "timeout.md"]
+
+    work = guide_line(f"$ python3 {EX04} work")
+    reread = ("Reread: 4. The Worker: Where Work Happens › "
+              "Exercise 4: A Durable Queue and a Worker.")
+    fail = (learners / "reports" / "fail.md").read_text()
+    assert fail.startswith("# fail\n\n0 of 1 exercises pass.\n\n- ex04_durable_queue.py: FAIL\n"
+                           "\n## ex04_durable_queue.py: FAIL\n"), fail
+    assert reread in fail
+    assert (f"Failed first: guide.md:{work}: `$ python3 {EX04} work` (terminal 1) printed "
+            f"something else.") in fail
+    assert "+worker: claimed job 1, welcome_email {'address': 'ann@example.com'}" in fail
+    assert "+json.decoder.JSONDecodeError: Expecting property name" in fail
+    # a claims test's failure names the test, where it is, and its claim
+    assert re.search(r"^### \d\. tests/test_exercises.py:\d+, "
+                     r"test_ex04_reset_starts_the_numbers_again \(FAIL\)\n\nAfter a run, reset "
+                     r"empties the queue and the outbox, and the next job is job 1 again, so a "
+                     r"learner who ran an earlier version sees the guide's job numbers\.$",
+                     fail, re.M), fail
+
+    error = (learners / "reports" / "error.md").read_text()
+    assert "- ex04_durable_queue.py: ERROR" in error and reread in error
+    assert f"Failed first: guide.md:{work}: `$ python3 {EX04} work` (terminal 1)" in error
+    assert "+NameError: name 'arg' is not defined" in error
+
+    timeout = (learners / "reports" / "timeout.md").read_text()
+    assert "- ex04_durable_queue.py: TIMEOUT" in timeout and reread in timeout
+    first = re.search(r"^Failed first: (.*)$", timeout, re.M).group(1)
+    assert first.startswith(f"guide.md:{guide_line(f'$ python3 {EX04} reset')}: "
+                            f"`$ python3 {EX04} reset`"), timeout
+    for report in (fail, error, timeout):           # every diff or error is short
+        blocks = re.findall(r"^````\n(.*?)\n````$", report, re.M | re.S)
+        assert blocks and all(len(block.splitlines()) <= 12 for block in blocks), report
+
+
+def test_make_grade_prints_only_its_progress_and_the_table(tmp_path):
+    """`make grade` echoes no command: stdout is the table, stderr the progress.
+    When a learner failed, its exit status says so; GNU make then adds the one
+    line it prints for every failing recipe (see the Makefile)."""
+    learners = tmp_path / "class"
+    (learners / "ann").mkdir(parents=True)
+    shutil.copy(CODE / "ex01_slow_signup.py", learners / "ann")
+    (learners / "bob").mkdir()
+    shutil.copy(CODE / "ex01_slow_signup.py", learners / "bob")
+    sandbox.apply_edit(learners / "bob", "ex01_slow_signup.py", "account created", "account made")
+
+    # -o: take the virtualenv as it is (a fresh checkout's requirements.txt is newer)
+    result = subprocess.run(["make", "-o", ".venv/installed", "grade", f"CLASS={learners}",
+                             "EXERCISE=ex01_slow_signup.py"],
+                            cwd=ROOT, capture_output=True, text=True)
+
+    assert result.stdout == (learners / "grades.md").read_text()
+    assert result.stdout.startswith("| learner | ex01_slow_signup.py | passed |\n")
+    lines = [re.sub(r"\d+:\d\d", "M:SS", line) for line in result.stderr.splitlines()]
+    assert lines[:3] == ["grading 1 of 2: ann (M:SS so far)", "grading 2 of 2: bob (M:SS so far)",
+                         "graded 2 in M:SS"], result.stderr
+    assert [re.sub(r"Makefile:\d+", "Makefile:N", line) for line in lines[3:]] == [
+        "make: *** [Makefile:N: grade] Error 1"], result.stderr
+    assert result.returncode == 2                    # make's own status for a failed recipe
+
+
+def test_grading_writes_all_of_its_files_or_none(tmp_path, monkeypatch):
+    """An earlier grading's table and reports stay as they were if this one
+    stops before the end, whether while grading or while writing; a grading
+    that ends replaces them all, old reports included."""
+    import grade
+    learners = tmp_path / "class"
+    for name in ("ann", "bob"):
+        (learners / name).mkdir(parents=True)
+    (learners / "reports").mkdir()                     # from an earlier grading
+    old = {"grades.csv": "old csv\n", "grades.md": "old table\n", "reports/cat.md": "old\n"}
+    for name, text in old.items():
+        (learners / name).write_text(text)
+
+    def files():
+        return {str(path.relative_to(learners)): path.read_text()
+                for path in sorted(learners.rglob("*")) if path.is_file()}
+
+    passed = {exercise: {"verdict": "PASS", "reread": None, "decided_by": None, "problems": []}
+              for exercise in catalogue.exercises_in(guide.read_guide(ROOT / "guide.md"))}
+
+    def interrupted(folder, exercises=()):
+        if folder.name == "bob":
+            raise KeyboardInterrupt
+        return passed
+    monkeypatch.setattr(grade, "grade", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        grade.main([str(learners)])
+    assert files() == old
+
+    monkeypatch.setattr(grade, "grade", lambda folder, exercises=(): passed)
+    real_markdown = grade.markdown
+
+    def full_disk(header, rows):
+        raise OSError("No space left on device")
+    monkeypatch.setattr(grade, "markdown", full_disk)
+    with pytest.raises(OSError):
+        grade.main([str(learners)])
+    assert files() == old
+    assert [p.name for p in learners.iterdir() if p.name.startswith(".")] == []
+
+    monkeypatch.setattr(grade, "markdown", real_markdown)
+    missing = {**passed, "ex05_two_workers.py": {**passed["ex05_two_workers.py"],
+                                                 "verdict": "MISSING"}}
+    monkeypatch.setattr(grade, "grade",
+                        lambda folder, exercises=(): missing if folder.name == "bob" else passed)
+    assert grade.main([str(learners)]) == 1
+    assert sorted(files()) == ["grades.csv", "grades.md", "reports/ann.md", "reports/bob.md"]
+    assert "## ex05_two_workers.py: MISSING\n\nThe folder has no ex05_two_workers.py: a file " \
+        "of another name is not graded.\n" in files()["reports/bob.md"]
+    assert "## " not in files()["reports/ann.md"]

@@ -23,16 +23,18 @@ from mutations import MISTAKES, apply
 
 
 @pytest.mark.mutations
+@pytest.mark.timeout(1200)           # a mistake that makes commands wait takes minutes
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[f"{m.file}: {m.what}" for m in MISTAKES])
 def test_a_classic_mistake_fails_its_own_exercise(mistake, tmp_path, mistakes_caught):
     learner = tmp_path / "learner"
     shutil.copytree(CODE, learner, ignore=shutil.ignore_patterns("__pycache__"))
     apply(mistake, learner)
     verdicts = tmp_path / "results.json"
-    # Commands that wait for something a mistake prevents give up after 10 s.
+    # Commands that wait for something a mistake prevents give up after 10 s,
+    # and a test that waits on and on is stopped after 2 minutes: TIMEOUT.
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--work={learner}",
-         f"--exercise={mistake.file}", f"--results-json={verdicts}"],
+         f"--exercise={mistake.file}", f"--results-json={verdicts}", "--timeout=120"],
         cwd=ROOT, capture_output=True, text=True, env={**os.environ, "COMMAND_TIMEOUT": "10"})
     verdict = results.verdicts(verdicts).get(mistake.file)
     assert verdict in results.EXPLAINED, f"{mistake.what}: graded {verdict}\n{run.stdout[-3000:]}"

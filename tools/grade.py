@@ -1,82 +1,195 @@
 """Grade a class: every folder inside CLASS holds one learner's files.
 
-Usage:  python3 tools/grade.py CLASS      (make grade CLASS=folder)
+Usage:  python3 tools/grade.py CLASS [--exercise FILE]...   (make grade CLASS=folder)
 
 Each learner is graded as `make check WORK=folder` grades one: the guide's
-transcripts and the claims tests, run against their files. Each learner
-gets a fresh pytest process with a time limit, so one learner's disaster
-(a hang, a crash, a syntax error) ends only their own row; the process
-writes the learner's verdicts to a results file (--results-json, see
-tools/harness/results.py), and this reads them from there. The table, one
-row per learner and one column per exercise, is written to CLASS/grades.csv
-and CLASS/grades.md, and the Markdown is printed. Exit status: 0 when every
-learner passed everything, 1 otherwise.
+transcripts and the claims tests, run against their files (with --exercise,
+only those exercises' tests, and only their columns). Each learner gets a
+fresh pytest process with a time limit, so one learner's disaster (a hang,
+a crash, a syntax error) ends only their own row; the process writes the
+learner's verdicts and problems to a results file (--results-json, see
+tools/harness/results.py), and this reads them from there.
+
+It writes, in CLASS:
+  grades.csv          one row per learner, one column per exercise
+  grades.md           the same table, each name linking to the learner's report
+  reports/NAME.md     per learner: each exercise's verdict and, under each
+                      that did not pass, the section to reread and the
+                      steps that failed, the first one first
+all at once at the end: until then the files of an earlier grading stay as
+they were (an interrupted grading leaves them so). A learner folder may
+not be called `reports`. It prints its progress to stderr and the Markdown
+table to stdout. Exit status: 0 when every learner passed everything, 1
+otherwise, 2 for a usage mistake.
 """
+import argparse
 import csv
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from urllib.parse import quote
 
 import guide
 from harness import results
 from harness.catalogue import GUIDE, ROOT, exercises_in
 
 LEARNER_SECONDS = 1200           # a whole learner's grading, at the most
+REPORTS = "reports"              # CLASS/reports/NAME.md
 
 
-def grade(folder):
-    """{exercise: verdict} for one learner's folder; {} if the run wrote none."""
+def grade(folder, exercises=()):
+    """{exercise: {"verdict", "reread", "decided_by", "problems"}} for one
+    learner's folder; {} if the run wrote none."""
     with tempfile.TemporaryDirectory() as temp:
         results_file = Path(temp) / "results.json"
+        only = [f"--exercise={exercise}" for exercise in exercises]
         try:
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                 f"--work={folder}", f"--results-json={results_file}"],
+                 f"--work={folder}", f"--results-json={results_file}", *only],
                 cwd=ROOT, capture_output=True, text=True, timeout=LEARNER_SECONDS)
         except subprocess.TimeoutExpired:
             return {}
-        return results.verdicts(results_file)
+        return results.read(results_file)
 
 
-def table(grades):
-    """The exercises, in the course's order, and one row per learner."""
-    exercises = exercises_in(guide.read_guide(GUIDE))
+def marks(exercises, graded):
+    """The learner's verdict for each exercise; all TIMEOUT if the run wrote none."""
+    return [graded[exercise]["verdict"] if exercise in graded
+            else results.TIMEOUT if not graded else results.NOT_RUN
+            for exercise in exercises]
+
+
+def table(exercises, grades):
+    """The header and one row per learner: name, verdicts, passed."""
     rows = []
-    for learner, verdicts in grades.items():
-        marks = [verdicts.get(exercise, results.TIMEOUT if not verdicts else results.NOT_RUN)
-                 for exercise in exercises]
-        rows.append([learner, *marks, f"{marks.count(results.PASS)}/{len(exercises)}"])
+    for learner, graded in grades.items():
+        row = marks(exercises, graded)
+        rows.append([learner, *row, f"{row.count(results.PASS)}/{len(exercises)}"])
     return ["learner", *exercises, "passed"], rows
 
 
 def markdown(header, rows):
+    """The table, each learner's name a link to their report."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
+    linked = [[f"[{row[0]}]({REPORTS}/{quote(row[0])}.md)", *row[1:]] for row in rows]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in linked]) + "\n"
+
+
+def report(learner, exercises, graded):
+    """A learner's report, in Markdown: why each exercise got its verdict."""
+    verdicts = marks(exercises, graded)
+    lines = [f"# {learner}", "",
+             f"{verdicts.count(results.PASS)} of {len(exercises)} exercises pass.", ""]
+    if not graded:
+        lines += [f"Grading stopped after {LEARNER_SECONDS} s before it could say anything: "
+                  f"every exercise counts as {results.TIMEOUT}.", ""]
+    lines += [f"- {exercise}: {verdict}" for exercise, verdict in zip(exercises, verdicts)]
+    for exercise in exercises:
+        each = graded.get(exercise)
+        if each and each["verdict"] in results.EXPLAINED:
+            lines += [""] + explanation(exercise, each)
+        elif each and each["verdict"] == results.MISSING:
+            lines += ["", f"## {exercise}: {results.MISSING}", "",
+                      f"The folder has no {exercise}: a file of another name is not graded."]
+    return "\n".join(lines) + "\n"
+
+
+def explanation(exercise, each):
+    problems = each["problems"]
+    first = problems[0]
+    lines = [f"## {exercise}: {each['verdict']}", "",
+             f"Reread: {each['reread']}.", "",
+             f"Failed first: {step(first)}: {first['claim']}"]
+    if each["decided_by"]:
+        decider = problems[each["decided_by"]]
+        lines += ["", f"{each['verdict']} comes from {step(decider)}: the steps before it "
+                      f"printed less than the guide shows and nothing else."]
+    if any(line.startswith(("+", "-")) for p in problems for line in p["output"].splitlines()):
+        lines += ["", "In a diff, `-` lines are what the guide shows and `+` lines what the "
+                      "program printed instead."]
+    for number, problem in enumerate(problems, start=1):
+        lines += ["", f"### {number}. {step(problem)} ({problem['kind']})", "", problem["claim"]]
+        if problem["output"]:
+            lines += ["", "````", problem["output"], "````"]
+    return lines
+
+
+def step(problem):
+    """Where a failing step is: guide.md:LINE, or the test file's line and the test."""
+    if problem["test"]:
+        return f"{problem['where']}, {problem['test'].rpartition('::')[2]}"
+    return problem["where"]
+
+
+def write_all(class_folder, header, rows, reports):
+    """Write grades.csv, grades.md and reports/ beside one another in a
+    temporary folder, then put them in place with renames: an interruption
+    before this point leaves the earlier files untouched."""
+    temp = Path(tempfile.mkdtemp(prefix=".grading-", dir=class_folder))
+    try:
+        with open(temp / "grades.csv", "w", newline="", encoding="utf-8") as out:
+            csv.writer(out).writerows([header, *rows])
+        (temp / "grades.md").write_text(markdown(header, rows), encoding="utf-8")
+        (temp / REPORTS).mkdir()
+        for learner, text in reports.items():
+            (temp / REPORTS / f"{learner}.md").write_text(text, encoding="utf-8")
+        if (class_folder / REPORTS).exists():
+            os.replace(class_folder / REPORTS, temp / "old-reports")
+        os.replace(temp / REPORTS, class_folder / REPORTS)
+        os.replace(temp / "grades.csv", class_folder / "grades.csv")
+        os.replace(temp / "grades.md", class_folder / "grades.md")
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def clock(seconds):
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
 
 
 def main(argv=None):
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not Path(args[0]).is_dir():
+    parser = argparse.ArgumentParser(
+        prog="python3 tools/grade.py",
+        description="Grade every learner's folder inside CLASS.")
+    parser.add_argument("class_folder", metavar="CLASS",
+                        help="a folder holding one folder per learner")
+    parser.add_argument("--exercise", metavar="FILE", action="append", default=[],
+                        help="grade only this exercise (again for more), "
+                             "e.g. ex04_durable_queue.py")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    course = exercises_in(guide.read_guide(GUIDE))
+    if not Path(args.class_folder).is_dir():
         print("usage: python3 tools/grade.py CLASS   (a folder holding one folder per learner)",
               file=sys.stderr)
         return 2
-    class_folder = Path(args[0]).resolve()
+    unknown = [name for name in args.exercise if name not in course]
+    if unknown:
+        print(f"usage: --exercise {unknown[0]}: the guide has no such exercise "
+              f"(it has {', '.join(course)})", file=sys.stderr)
+        return 2
+    exercises = [name for name in course if name in args.exercise] or course
+    class_folder = Path(args.class_folder).resolve()
     learners = sorted(p for p in class_folder.iterdir()
-                      if p.is_dir() and not p.name.startswith("."))
+                      if p.is_dir() and not p.name.startswith(".") and p.name != REPORTS)
     if not learners:
         print(f"{class_folder} holds no learner folders", file=sys.stderr)
         return 2
+    start = time.monotonic()
     grades = {}
-    for learner in learners:
-        print(f"grading {learner.name} ...", file=sys.stderr, flush=True)
-        grades[learner.name] = grade(learner)
-    header, rows = table(grades)
-    with open(class_folder / "grades.csv", "w", newline="", encoding="utf-8") as out:
-        csv.writer(out).writerows([header, *rows])
-    text = markdown(header, rows)
-    (class_folder / "grades.md").write_text(text, encoding="utf-8")
-    print(text, end="")
+    for number, learner in enumerate(learners, start=1):
+        print(f"grading {number} of {len(learners)}: {learner.name} "
+              f"({clock(time.monotonic() - start)} so far)", file=sys.stderr, flush=True)
+        grades[learner.name] = grade(learner, args.exercise)
+    print(f"graded {len(learners)} in {clock(time.monotonic() - start)}",
+          file=sys.stderr, flush=True)
+    header, rows = table(exercises, grades)
+    write_all(class_folder, header, rows,
+              {name: report(name, exercises, graded) for name, graded in grades.items()})
+    print((class_folder / "grades.md").read_text(encoding="utf-8"), end="")
     everyone_passed = all(row[-1].split("/")[0] == row[-1].split("/")[1] for row in rows)
     return 0 if everyone_passed else 1
 

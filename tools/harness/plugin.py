@@ -19,8 +19,8 @@ from sybil.example import SybilFailure
 import guide
 
 from .catalogue import CODE, GUIDE, ROOT, exercise_of, exercises_in, where_taught
-from .results import (EXPLAINED, MISSING, NOT_RUN, PASS, failure_kind,
-                      write as write_results)
+from .results import (EXPLAINED, MISSING, NOT_RUN, PASS, as_text, test_problem,
+                      transcript_problem, verdict_of, write as write_results)
 from .sessions import close_sessions, parse_console_blocks
 
 RESULTS = pytest.StashKey[dict]()
@@ -37,9 +37,10 @@ def pytest_addoption(parser):
     parser.addoption("--work", metavar="FOLDER",
                      help="check a learner's exercise files in FOLDER instead of code/ "
                           "(runs only the tests that use them)")
-    parser.addoption("--exercise", metavar="FILE",
+    parser.addoption("--exercise", metavar="FILE", action="append",
                      help="run only the tests of this exercise (a file as the summary "
-                          "names it, like ex06_leases.py or capstone/tinyq.py)")
+                          "names it, like ex06_leases.py or capstone/tinyq.py); "
+                          "give it again for more than one")
     parser.addoption("--results-json", metavar="PATH",
                      help="also write each exercise's verdict to PATH, as JSON "
                           "(what tools/grade.py reads)")
@@ -60,7 +61,8 @@ def source_folder_of(config):
 def pytest_configure(config):
     if not source_folder_of(config).is_dir():
         raise pytest.UsageError(f"WORK folder {source_folder_of(config)} does not exist")
-    config.stash[RESULTS] = {"ran": set(), "problems": defaultdict(list), "blocks": 0}
+    config.stash[RESULTS] = {"ran": set(), "problems": defaultdict(list), "blocks": 0,
+                             "steps": 0}
 
 
 @pytest.fixture(scope="session")
@@ -86,11 +88,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.exercise(exercise_of(block)))
     only = config.getoption("--exercise")
     if only:
-        if only not in exercises_in(guide.read_guide(GUIDE)):
-            raise pytest.UsageError(f"--exercise {only}: the guide has no such exercise")
-        others = [item for item in items if exercise_marked(item) != only]
+        for name in only:
+            if name not in exercises_in(guide.read_guide(GUIDE)):
+                raise pytest.UsageError(f"--exercise {name}: the guide has no such exercise")
+        others = [item for item in items if exercise_marked(item) not in only]
         config.hook.pytest_deselected(items=others)
-        items[:] = [item for item in items if exercise_marked(item) == only]
+        items[:] = [item for item in items if exercise_marked(item) in only]
 
 
 def exercise_marked(item):
@@ -108,17 +111,28 @@ def pytest_runtest_makereport(item, call):
     if marker:
         results["ran"].add(marker.args[0])
         if report.failed:
-            results["problems"][marker.args[0]].append(short_failure(item, call, report))
+            results["problems"][marker.args[0]].append(
+                (step_order(item, results), problem_of(item, call, report)))
     return report
 
 
-def short_failure(item, call, report):
+def step_order(item, results):
+    """Where a step comes: the guide's blocks in the guide's order, then the
+    tests in the order they ran."""
+    results["steps"] += 1
+    block = getattr(getattr(item, "example", None), "parsed", None)
+    return (0, block.line, 0) if isinstance(block, guide.Block) else (1, 0, results["steps"])
+
+
+def problem_of(item, call, report):
+    """A failed step as results.py's problem: where, claim, kind, short output."""
     error = call.excinfo.value if call.excinfo else None
     if isinstance(error, SybilFailure):
-        return error.result                     # already says guide.md:LINE
-    claim = (item.function.__doc__ or "").strip() if isinstance(item, pytest.Function) else ""
+        return transcript_problem(error.result)  # already says guide.md:LINE
+    docstring = item.function.__doc__ if isinstance(item, pytest.Function) else ""
+    path, line, _ = item.location
     text = call.excinfo.exconly() if call.excinfo else report.longreprtext
-    return "\n".join([f"{item.nodeid}: {claim}"] + text.splitlines()[:6])
+    return test_problem(item.nodeid, path, (line or 0) + 1, docstring, text)
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -136,22 +150,29 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(f"{exercise}  {each['verdict']}")
         if each["verdict"] in EXPLAINED:
             terminalreporter.write_line(f"    reread: {each['reread']}")
+            first = each["problems"][0]
+            terminalreporter.write_line(f"    failed first: {first['where']} ({first['kind']})")
+            if each["decided_by"]:
+                decider = each["problems"][each["decided_by"]]
+                terminalreporter.write_line(f"    {each['verdict']} from: {decider['where']}")
             for problem in each["problems"]:
-                for line in problem.split("\n"):
+                for line in as_text(problem).split("\n"):
                     terminalreporter.write_line("    " + line)
 
 
 def exercise_results(folder, results):
-    """{exercise: {"verdict", "reread", "problems"}} in the course's order; a
-    problem as the summary shows it, cut to its first 12 lines."""
+    """{exercise: {"verdict", "reread", "decided_by", "problems"}} in the
+    course's order, the problems in the order their steps come."""
     text = GUIDE.read_text(encoding="utf-8")
     exercises = {}
     for exercise in exercises_in(guide.read_guide(GUIDE)):
-        problems = results["problems"][exercise]
+        problems = [problem for _, problem in sorted(results["problems"][exercise],
+                                                      key=lambda pair: pair[0])]
+        decided_by = None
         if not (folder / exercise).is_file():
             verdict = MISSING
         elif problems:
-            verdict = failure_kind(problems)
+            verdict, decided_by = verdict_of(problems)
         elif exercise in results["ran"]:
             verdict = PASS
         else:
@@ -160,11 +181,7 @@ def exercise_results(folder, results):
         exercises[exercise] = {
             "verdict": verdict,
             "reread": where_taught(text, exercise) if explained else None,
-            "problems": [shortened(problem) for problem in problems] if explained else [],
+            "decided_by": decided_by,
+            "problems": problems if explained else [],
         }
     return exercises
-
-
-def shortened(problem, most=12):
-    lines = problem.splitlines()
-    return "\n".join(lines[:most] + (["[...]"] if len(lines) > most else []))
