@@ -79,6 +79,13 @@ MISTAKES = [
     # FAIL: test_ex03_the_worker_sends_every_email_in_order_and_signups_do_not_wait,
     # test_ex03_quitting_loses_the_waiting_jobs, the transcripts
 
+    Mistake("ex03_memory_queue.py", "Study Drill 1's second worker left in", [
+        ("    threading.Thread(target=worker, daemon=True).start()\n",
+         "    for _ in range(2):\n        threading.Thread(target=worker, daemon=True).start()\n")]),
+    # FAIL: test_ex03_a_burst_answers_at_once_and_drains_at_a_steady_pace (emails
+    # go out two at a time), the transcript; and, when the two workers' emails
+    # happen to come out of order, test_ex03_the_worker_sends_every_email_in_order_...
+
     Mistake("ex04_durable_queue.py", "ack before the work", [
         ("        HANDLERS[kind](**json.loads(args))               # 2. do\n"
          "        ack(db, job_id)                                  # 3. acknowledge\n",
@@ -119,6 +126,28 @@ MISTAKES = [
         ("(WORKER, now + lease, now)", "(WORKER, now + LEASE_SECONDS, now)")]),
     # TIMEOUT: test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash,
     # test_ex06_a_live_lease_holds_the_job_until_it_runs_out, the transcripts
+
+    Mistake("ex06_leases.py", "the command line read by hand, as ex05 does, not by argparse", [(
+        '''    parser = argparse.ArgumentParser(description="A job queue with leases.")
+    parser.add_argument("command", choices=["enqueue", "list", "work", "reset"])
+    parser.add_argument("addresses", nargs="*", help="for enqueue")
+    parser.add_argument("--lease", type=float, default=LEASE_SECONDS,
+                        help="seconds a claim lasts (default %(default)s)")
+    crash_when = parser.add_mutually_exclusive_group()
+    crash_when.add_argument("--crash-before-send", action="store_true")
+    crash_when.add_argument("--crash-after-send", action="store_true")
+    options = parser.parse_args()
+''', '''    import sys, types
+    args = sys.argv[1:]
+    options = types.SimpleNamespace(
+        command=args[0],
+        addresses=[arg for arg in args[1:] if "@" in arg],
+        lease=float(args[args.index("--lease") + 1]) if "--lease" in args else LEASE_SECONDS,
+        crash_before_send="--crash-before-send" in args,
+        crash_after_send="--crash-after-send" in args)
+''')]),
+    # every command works, but `work --help` starts a worker that waits for
+    # jobs. TIMEOUT: test_ex06_work_help_is_written_by_argparse (Study Drill 2), alone
 
     Mistake("ex07_retries.py", "backoff without its cap", [
         ("return fraction * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))",
