@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
 from .catalogue import CODE
 
 TIMEWARP_FOLDER = Path(__file__).resolve().parent / "timewarp"
