@@ -72,23 +72,12 @@ def claims_within_the_limit(capstone_folder, output):
     assert (most or 0) <= limit, f"a job was claimed {most} times; MAX_ATTEMPTS is {limit}\n{output}"
 
 
-RUNS = {}        # (the capstone's files, the command) -> its runs, made once
-
-
 def chaos_by_seed(folder, options="", env="", seeds=SEEDS, timewarp=TIMEWARP):
-    """{seed: (exit status, output)} of `chaos.py --seed N OPTIONS` for each
-    seed. Runs of the same files with the same command are made once and
-    shared: tests of different files that leave the others as code/ has them
-    often run the very same capstone."""
-    files = tuple(sorted((path.name, path.read_bytes())
-                         for path in (folder / "capstone").glob("*.py")))
-    key = (files, options, env, tuple(seeds), timewarp)
-    if key not in RUNS:
-        with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
-            runs = pool.map(lambda seed: run_chaos(folder, f"--seed {seed} {options}", env,
-                                                   timewarp), seeds)
-            RUNS[key] = dict(zip(seeds, runs))
-    return RUNS[key]
+    """{seed: (exit status, output)} of `chaos.py --seed N OPTIONS` for each seed."""
+    with concurrent.futures.ThreadPoolExecutor(SIDE_BY_SIDE) as pool:
+        runs = pool.map(lambda seed: run_chaos(folder, f"--seed {seed} {options}", env,
+                                               timewarp), seeds)
+        return dict(zip(seeds, runs))
 
 
 def problems(output):

@@ -107,11 +107,11 @@ def pytest_runtest_makereport(item, call):
     results = item.config.stash[RESULTS]
     if call.when == "call" and hasattr(item, "example"):
         results["blocks"] += 1                  # a console block of guide.md
-    marker = item.get_closest_marker("exercise")
-    if marker:
-        results["ran"].add(marker.args[0])
+    exercise = exercise_marked(item)
+    if exercise:
+        results["ran"].add(exercise)
         if report.failed:
-            results["problems"][marker.args[0]].append(
+            results["problems"][exercise].append(
                 (step_order(item, results), problem_of(item, call, report)))
     return report
 
