@@ -18,6 +18,10 @@ BENCH_INSTALLED := $(VENV)/bench-installed
 # touched once node_modules holds package-lock.json
 NODE_INSTALLED := node_modules/installed
 
+# Test processes side by side (pytest-xdist). More than the cores: most tests
+# spend their time waiting for the programs they run.
+TEST_WORKERS ?= 4
+
 ifdef WORK
 # grading needs neither the browser nor the site tools
 # --work runs only the tests that use the learner's files (GRADED, tools/harness/plugin.py)
@@ -37,10 +41,10 @@ serve: site
 	$(VENV)/bin/python -m http.server --directory site --bind 127.0.0.1 $(PORT)
 
 check: $(CHECK_NEEDS)
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 mutations: $(INSTALLED)
-	$(VENV)/bin/python -m pytest -m mutations tests/test_mutations.py
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m mutations tests/test_mutations.py
 
 # Quiet: progress on stderr, the table on stdout, nothing echoed. When a
 # learner did not pass everything, grade.py exits 1 and GNU make adds its one

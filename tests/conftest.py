@@ -1,6 +1,8 @@
-"""Fixtures shared by the tests: the site, built once per run and served
-locally; the simulations' instances, closed after each test; the count of
-classic mistakes graded, printed at the end."""
+"""Fixtures shared by the tests: the site, built once per run (by the first
+xdist worker that needs it) and served locally; the simulations' instances,
+closed after each test; the count of classic mistakes graded, printed at the
+end."""
+import fcntl
 import functools
 import http.server
 import re
@@ -28,6 +30,19 @@ def site(tmp_path_factory):
     return out
 
 
+# The files whose tests take longest, longest first. They start first, so
+# that with -n the last tests to start are short ones and the workers finish
+# together; a file not named here keeps its place after them.
+SLOWEST_FIRST = ["test_grading.py", "test_browser.py", "test_pace.py", "test_chaos.py"]
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.path.name
+        return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+    items.sort(key=rank)                     # stable: each file keeps its own order
+
+
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -53,18 +68,29 @@ def instances():
         api.close(key)
 
 
-CAUGHT = pytest.StashKey[list]()
+CAUGHT = "classic mistakes caught"      # a user property of a test's report
+CAUGHT_IN_THIS_RUN = set()              # of the reports that reach this process
 
 
-@pytest.fixture(scope="session")
-def mistakes_caught(pytestconfig):
-    """The classic mistakes (tests/mutations.py) that this run graded and
-    saw fail; tests append to it, and the summary counts them."""
-    return pytestconfig.stash.setdefault(CAUGHT, [])
+@pytest.fixture
+def mistakes_caught(record_property):
+    """The classic mistakes (tests/mutations.py) that a test graded and saw
+    fail: it appends them, and the summary at the end counts them. They
+    travel in a report's user properties, which xdist's workers send on."""
+    caught = []
+    yield caught
+    if caught:
+        record_property(CAUGHT, [f"{mistake.file}: {mistake.what}" for mistake in caught])
 
 
-def pytest_terminal_summary(terminalreporter, config):
-    caught = config.stash.get(CAUGHT, [])
+def pytest_runtest_logreport(report):
+    for name, value in report.user_properties:
+        if name == CAUGHT:
+            CAUGHT_IN_THIS_RUN.update(value)
+
+
+def pytest_terminal_summary(terminalreporter):
+    caught = CAUGHT_IN_THIS_RUN
     if caught:
         terminalreporter.write_line(
             f"classic mistakes: {len(caught)} graded and caught, of the {len(MISTAKES)} in "

@@ -166,6 +166,9 @@ def test_the_skip_link_is_the_first_stop(watched, site_url):
 # ---------------------------------------------------------------- simulations
 
 BOOT_SECONDS = 60                # Pyodide boots in a few; a slow machine gets room
+# Every other wait is for something the page shows once its Python has
+# answered: on a busy machine that can take far longer than Playwright's 5 s.
+expect.set_options(timeout=30_000)
 
 
 def start_simulation(page, site_url, chapter, name, keyboard=False):
@@ -235,7 +238,7 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
         if "sent" in worker_1.inner_text():
             break
         step.click()
-        watched.wait_for_timeout(50)
+        answered(sim)
     expect(worker_1).to_contain_text("sent")
     sim.get_by_role("button", name="Kill worker 1").click()
     expect(task_done(sim, "die-holding")).to_have_class("done")
@@ -245,7 +248,7 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
         if "done" in (task_done(sim, "duplicate").get_attribute("class") or ""):
             break
         step.click()
-        watched.wait_for_timeout(50)
+        answered(sim)
     expect(task_done(sim, "takeover")).to_have_class("done")
     expect(task_done(sim, "duplicate")).to_have_class("done")
     expect(sim.locator(".sim-outbox li")).to_have_count(2)
@@ -258,9 +261,8 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
     expect(sim.locator(".sim-clock")).to_contain_text("lease 2")
     before = sim.locator(".sim-clock").inner_text()
     sim.get_by_role("button", name="Play").click()
-    watched.wait_for_timeout(800)
+    expect(sim.locator(".sim-clock"), "the clock to move while playing").not_to_have_text(before)
     sim.get_by_role("button", name="Pause").click()
-    assert sim.locator(".sim-clock").inner_text() != before
     assert watched.problems == []
 
 
@@ -294,13 +296,10 @@ def test_a_boot_that_never_ends_gives_up_with_a_message(page, site_url):
     page.route("**/pyodide.asm.wasm", lambda route: stalled.append(route))   # never answered
     page.goto(f"{site_url}/the-worker-where-work-happens.html")
     sim = page.locator('.sim-mount[data-sim="race"]')
-    sim.get_by_role("button", name="Start the simulation").click()
-    expect(sim).to_have_attribute("data-state", "loading")
-    for _ in range(100):                 # until the worker has asked for the wasm
-        if stalled:
-            break
-        page.wait_for_timeout(100)
-    assert stalled, "the wasm was never requested"
+    # until the worker has asked for the wasm, which the route holds back
+    with page.expect_request("**/pyodide.asm.wasm", timeout=BOOT_SECONDS * 1000):
+        sim.get_by_role("button", name="Start the simulation").click()
+        expect(sim).to_have_attribute("data-state", "loading")
     page.clock.fast_forward(61_000)
     expect(sim).to_have_attribute("data-state", "error")
     expect(sim.locator(".sim-status")).to_contain_text("Python did not start within 60 s")
@@ -409,7 +408,7 @@ def test_the_o7_story_in_chapter_10(watched, site_url):
     next_step = sim.get_by_role("button", name="Next step of O7")
     while next_step.is_enabled():
         next_step.click()
-        watched.wait_for_timeout(50)
+        answered(sim)
     story = sim.locator(".sim-story")
     expect(story).to_contain_text("C9")
     expect(task_done(sim, "reconcile")).to_have_class("done")
@@ -418,6 +417,6 @@ def test_the_o7_story_in_chapter_10(watched, site_url):
     expect(next_step).to_be_enabled()
     while next_step.is_enabled():
         next_step.click()
-        watched.wait_for_timeout(50)
+        answered(sim)
     expect(task_done(sim, "blind")).to_have_class("done")
     assert watched.problems == []

@@ -5,10 +5,12 @@ Usage:  python3 tools/grade.py CLASS [--exercise FILE]...   (make grade CLASS=fo
 Each learner is graded as `make check WORK=folder` grades one: the guide's
 transcripts and the claims tests, run against their files (with --exercise,
 only those exercises' tests, and only their columns). Each learner gets a
-fresh pytest process with a time limit, so one learner's disaster (a hang,
-a crash, a syntax error) ends only their own row; the process writes the
+fresh pytest process, in a process group of its own, with a time limit and
+limits on its CPU time and memory, so one learner's disaster (a hang, a
+crash, a syntax error) ends only their own row; the process writes the
 learner's verdicts and problems to a results file (--results-json, see
-tools/harness/results.py), and this reads them from there.
+tools/harness/results.py), and this reads them from there. Learners are
+graded side by side, as many at once as the machine has cores (--jobs N).
 
 It writes, in CLASS:
   grades.csv          one row per learner, one column per exercise
@@ -18,17 +20,21 @@ It writes, in CLASS:
                       steps that failed, the first one first
 all at once at the end: until then the files of an earlier grading stay as
 they were (an interrupted grading leaves them so). A learner folder may
-not be called `reports`. It prints its progress to stderr and the Markdown
-table to stdout. Exit status: 0 when every learner passed everything, 1
-otherwise, 2 for a usage mistake.
+not be called `reports`. It prints its progress to stderr (a line as each
+learner's grading ends) and the Markdown table to stdout. Exit status: 0
+when every learner passed everything, 1 otherwise, 2 for a usage mistake.
 """
 import argparse
+import concurrent.futures
 import csv
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -38,23 +44,62 @@ from harness import results
 from harness.catalogue import GUIDE, ROOT, exercises_in
 
 LEARNER_SECONDS = 1200           # a whole learner's grading, at the most
+# What one learner's pytest process may use (each command it runs has
+# sandbox.LIMITS of its own): its grading's CPU time, and memory.
+LEARNER_LIMITS = {
+    resource.RLIMIT_CPU: LEARNER_SECONDS,
+    resource.RLIMIT_AS: 4 * 1024 ** 3,
+}
+STOP_GRACE = 10                  # seconds a stopped grading gets to stop its commands
 REPORTS = "reports"              # CLASS/reports/NAME.md
+RUNNING = set()                  # the learners' pytest processes still running
+STOPPING = threading.Event()     # set when grading was interrupted
 
 
-def grade(folder, exercises=()):
+def limit_learner():
+    for limit, value in LEARNER_LIMITS.items():
+        resource.setrlimit(limit, (value, value))
+
+
+def grade(folder, exercises=(), workers=1):
     """{exercise: {"verdict", "reread", "decided_by", "problems"}} for one
-    learner's folder; {} if the run wrote none."""
+    learner's folder, their tests run by that many pytest processes side by
+    side; {} if the run wrote none."""
     with tempfile.TemporaryDirectory() as temp:
         results_file = Path(temp) / "results.json"
         only = [f"--exercise={exercise}" for exercise in exercises]
+        side_by_side = [f"--numprocesses={workers}"] if workers > 1 else []
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *side_by_side,
+             f"--work={folder}", f"--results-json={results_file}", *only],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit_learner)
+        RUNNING.add(process)
         try:
-            subprocess.run(
-                [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                 f"--work={folder}", f"--results-json={results_file}", *only],
-                cwd=ROOT, capture_output=True, text=True, timeout=LEARNER_SECONDS)
+            if STOPPING.is_set():        # started as an interrupted grading stops the others
+                return {}
+            process.wait(timeout=LEARNER_SECONDS)
         except subprocess.TimeoutExpired:
             return {}
+        finally:
+            stop(process)
         return results.read(results_file)
+
+
+def stop(process):
+    """Stop a learner's grading, if it still runs: first as Ctrl-C would, so
+    that pytest ends the commands it started (each in a process group of its
+    own), then, after STOP_GRACE seconds, by killing its process group."""
+    RUNNING.discard(process)
+    try:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+            process.wait(timeout=STOP_GRACE)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass                             # it ended meanwhile
 
 
 def marks(exercises, graded):
@@ -147,6 +192,40 @@ def write_all(class_folder, header, rows, reports):
         shutil.rmtree(temp, ignore_errors=True)
 
 
+def grade_all(learners, only, exercises, jobs):
+    """{learner's name: their grades}, in the learners' order, graded jobs at
+    a time; a line on stderr as each learner's grading ends. Interrupted
+    (Ctrl-C), it stops every grading still running before it gives up."""
+    start = time.monotonic()
+    side_by_side = min(jobs, len(learners))
+    # Most tests wait for the programs they run: as make check does, run
+    # twice as many test processes as there are cores, shared by the learners.
+    workers = max(1, 2 * jobs // side_by_side)
+    print(f"grading {len(learners)} learners, {side_by_side} side by side",
+          file=sys.stderr, flush=True)
+    grades = {}
+    STOPPING.clear()
+    pool = concurrent.futures.ThreadPoolExecutor(side_by_side)
+    try:
+        running = {pool.submit(grade, learner, only, workers): learner.name
+                   for learner in learners}
+        for done in concurrent.futures.as_completed(running):
+            name = running[done]
+            grades[name] = done.result()
+            passed = marks(exercises, grades[name]).count(results.PASS)
+            print(f"{len(grades)} of {len(learners)} graded: {name}, {passed}/{len(exercises)} "
+                  f"passed ({clock(time.monotonic() - start)} so far)",
+                  file=sys.stderr, flush=True)
+    finally:
+        STOPPING.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(RUNNING):
+            stop(process)
+    print(f"graded {len(learners)} in {clock(time.monotonic() - start)}",
+          file=sys.stderr, flush=True)
+    return {learner.name: grades[learner.name] for learner in learners}
+
+
 def clock(seconds):
     return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
 
@@ -160,6 +239,9 @@ def main(argv=None):
     parser.add_argument("--exercise", metavar="FILE", action="append", default=[],
                         help="grade only this exercise (again for more), "
                              "e.g. ex04_durable_queue.py")
+    parser.add_argument("--jobs", metavar="N", type=int, default=os.cpu_count() or 1,
+                        help="grade N learners side by side (default: one per core, here "
+                             "%(default)s)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     course = exercises_in(guide.read_guide(GUIDE))
     if not Path(args.class_folder).is_dir():
@@ -178,14 +260,10 @@ def main(argv=None):
     if not learners:
         print(f"{class_folder} holds no learner folders", file=sys.stderr)
         return 2
-    start = time.monotonic()
-    grades = {}
-    for number, learner in enumerate(learners, start=1):
-        print(f"grading {number} of {len(learners)}: {learner.name} "
-              f"({clock(time.monotonic() - start)} so far)", file=sys.stderr, flush=True)
-        grades[learner.name] = grade(learner, args.exercise)
-    print(f"graded {len(learners)} in {clock(time.monotonic() - start)}",
-          file=sys.stderr, flush=True)
+    if args.jobs < 1:
+        print("usage: --jobs N: N is at least 1", file=sys.stderr)
+        return 2
+    grades = grade_all(learners, args.exercise, exercises, args.jobs)
     header, rows = table(exercises, grades)
     write_all(class_folder, header, rows,
               {name: report(name, exercises, graded) for name, graded in grades.items()})

@@ -24,6 +24,7 @@ from .results import (EXPLAINED, MISSING, NOT_RUN, PASS, as_text, test_problem,
 from .sessions import close_sessions, parse_console_blocks
 
 RESULTS = pytest.StashKey[dict]()
+HARNESS = "harness step"      # the name of the user property each report carries
 
 
 # What grading a learner's folder runs: the tests that use the files under
@@ -34,6 +35,8 @@ GRADED = {"guide.md", "test_exercises.py", "test_capstone.py", "test_chaos.py"}
 
 
 def pytest_addoption(parser):
+    parser.addini("run_together", type="linelist",
+                  help="test files whose tests run one after another in one xdist worker")
     parser.addoption("--work", metavar="FOLDER",
                      help="check a learner's exercise files in FOLDER instead of code/ "
                           "(runs only the tests that use them)")
@@ -61,8 +64,9 @@ def source_folder_of(config):
 def pytest_configure(config):
     if not source_folder_of(config).is_dir():
         raise pytest.UsageError(f"WORK folder {source_folder_of(config)} does not exist")
-    config.stash[RESULTS] = {"ran": set(), "problems": defaultdict(list), "blocks": 0,
-                             "steps": 0}
+    config.stash[RESULTS] = {"ran": set(), "problems": defaultdict(list), "blocks": 0}
+    if not hasattr(config, "workerinput"):      # not an xdist worker
+        config.pluginmanager.register(Counter(config.stash[RESULTS]))
 
 
 @pytest.fixture(scope="session")
@@ -80,6 +84,16 @@ pytest_collect_file = Sybil(
 ).pytest()
 
 
+STEP = pytest.StashKey[tuple]()   # an item's step_order
+
+
+def step_order(item, index):
+    """Where a step comes: the guide's blocks in the guide's order, then the
+    tests in the order they were collected (the same in every xdist worker)."""
+    block = getattr(getattr(item, "example", None), "parsed", None)
+    return (0, block.line) if isinstance(block, guide.Block) else (1, index)
+
+
 def pytest_collection_modifyitems(config, items):
     # A block's exercise is known from its commands; mark it like a claims test.
     for item in items:
@@ -94,6 +108,35 @@ def pytest_collection_modifyitems(config, items):
         others = [item for item in items if exercise_marked(item) not in only]
         config.hook.pytest_deselected(items=others)
         items[:] = [item for item in items if exercise_marked(item) in only]
+    for index, item in enumerate(items):
+        item.stash[STEP] = step_order(item, index)
+
+
+# With -n (pytest-xdist), a console session's blocks must run in one worker,
+# in order. xdist's `--dist loadgroup` would do it, but with pytest 9 it no
+# longer groups anything (pytest-xdist issue 1386), so this scheduler does:
+# each session is one unit of work, and so is each test file named in the
+# ini option `run_together`; every other test is a unit of its own. Units
+# are sent in the order of collection.
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None                     # another --dist, asked for by name
+    from xdist.scheduler import LoadScopeScheduling
+
+    session_of = {f"guide.md::line:{block.line},column:1": block.attributes["session"]
+                  for block in guide.read_guide(GUIDE) if block.attributes.get("session")}
+    together = set(config.getini("run_together"))
+
+    class BySession(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            if nodeid in session_of:
+                return "session " + session_of[nodeid]
+            path = nodeid.partition("::")[0]
+            return path if path in together else nodeid
+
+    config.option.loadscopereorder = False
+    return BySession(config, log)
 
 
 def exercise_marked(item):
@@ -101,27 +144,37 @@ def exercise_marked(item):
     return marker.args[0] if marker else None
 
 
+# The verdicts are counted where the reports arrive: in this process without
+# xdist, in the controller with it. A worker attaches what counting needs to
+# each report, as a user property: xdist sends those to the controller.
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    results = item.config.stash[RESULTS]
-    if call.when == "call" and hasattr(item, "example"):
-        results["blocks"] += 1                  # a console block of guide.md
     exercise = exercise_marked(item)
-    if exercise:
-        results["ran"].add(exercise)
-        if report.failed:
-            results["problems"][exercise].append(
-                (step_order(item, results), problem_of(item, call, report)))
+    step = {"exercise": exercise,
+            "block": call.when == "call" and hasattr(item, "example"),
+            "order": item.stash.get(STEP, (1, 0)),
+            "problem": problem_of(item, call, report) if exercise and report.failed else None}
+    report.user_properties.append((HARNESS, step))
     return report
 
 
-def step_order(item, results):
-    """Where a step comes: the guide's blocks in the guide's order, then the
-    tests in the order they ran."""
-    results["steps"] += 1
-    block = getattr(getattr(item, "example", None), "parsed", None)
-    return (0, block.line, 0) if isinstance(block, guide.Block) else (1, 0, results["steps"])
+class Counter:
+    """Registered in the process that reports: it counts each step's report."""
+
+    def __init__(self, results):
+        self.results = results
+
+    def pytest_runtest_logreport(self, report):
+        for name, step in report.user_properties:
+            if name != HARNESS:
+                continue
+            self.results["blocks"] += step["block"]   # a console block of guide.md ran
+            if step["exercise"]:
+                self.results["ran"].add(step["exercise"])
+                if step["problem"]:
+                    self.results["problems"][step["exercise"]].append(
+                        (tuple(step["order"]), step["problem"]))
 
 
 def problem_of(item, call, report):
