@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -109,6 +110,44 @@ def test_a_class_is_graded_learner_by_learner(tmp_path):
     assert sorted(p.name for p in ann.iterdir()) == [
         "ex01_slow_signup.py", "ex02_jobs.py", "ex03_memory_queue.py", "ex04_durable_queue.py",
         "ex05_two_worker.py", "ex09_charge_worker.py"]
+
+
+def test_a_grading_past_its_time_limit_is_stopped_with_everything_it_started(tmp_path):
+    """A learner whose ex03 waits for ever, graded with --time-limit 15 while
+    each command may wait 10 minutes: after 15 s grading stops their pytest
+    and every program it had started (each in a process group of its own),
+    and their row reads TIMEOUT; the other learner is graded all the same."""
+    pids = tmp_path / "pids"
+    learners = tmp_path / "class"
+    (learners / "stuck").mkdir(parents=True)
+    (learners / "stuck" / "ex03_memory_queue.py").write_text(
+        f"import os\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + HANGS)
+    (learners / "fine").mkdir()
+    shutil.copy(CODE / "ex03_memory_queue.py", learners / "fine")
+
+    result = subprocess.run(
+        [sys.executable, "tools/grade.py", str(learners), "--exercise", "ex03_memory_queue.py",
+         "--time-limit", "15"], cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "COMMAND_TIMEOUT": "600"})
+
+    assert result.returncode == 1, result.stderr
+    assert progress(result.stderr, {"fine": "1/1", "stuck": "0/1"})
+    with (learners / "grades.csv").open() as table:
+        assert list(csv.reader(table))[1:] == [["fine", "PASS", "1/1"],
+                                               ["stuck", "TIMEOUT", "0/1"]]
+    assert "Grading stopped after 15 s" in (learners / "reports" / "stuck.md").read_text()
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert started                                   # the program did run, and waited
+    assert not [pid for pid in started if running(pid)]
+
+
+def running(pid):
+    """Whether a process runs (a zombie, dead and not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
 
 
 def test_grade_needs_a_class_folder(tmp_path):

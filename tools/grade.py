@@ -43,9 +43,9 @@ import guide
 from harness import results
 from harness.catalogue import GUIDE, ROOT, exercises_in
 
-LEARNER_SECONDS = 1200           # a whole learner's grading, at the most
-# What one learner's pytest process may use (each command it runs has
-# sandbox.LIMITS of its own): its grading's CPU time, and memory.
+LEARNER_SECONDS = 1200           # a whole learner's grading, at the most (--time-limit)
+# What each of a learner's pytest processes may use (each command it runs
+# has sandbox.LIMITS of its own): CPU time, and memory.
 LEARNER_LIMITS = {
     resource.RLIMIT_CPU: LEARNER_SECONDS,
     resource.RLIMIT_AS: 4 * 1024 ** 3,
@@ -61,10 +61,10 @@ def limit_learner():
         resource.setrlimit(limit, (value, value))
 
 
-def grade(folder, exercises=(), workers=1):
+def grade(folder, exercises=(), workers=1, seconds=LEARNER_SECONDS):
     """{exercise: {"verdict", "reread", "decided_by", "problems"}} for one
     learner's folder, their tests run by that many pytest processes side by
-    side; {} if the run wrote none."""
+    side; {} if the run wrote none, or did not end within seconds."""
     with tempfile.TemporaryDirectory() as temp:
         results_file = Path(temp) / "results.json"
         only = [f"--exercise={exercise}" for exercise in exercises]
@@ -78,7 +78,7 @@ def grade(folder, exercises=(), workers=1):
         try:
             if STOPPING.is_set():        # started as an interrupted grading stops the others
                 return {}
-            process.wait(timeout=LEARNER_SECONDS)
+            process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             return {}
         finally:
@@ -125,13 +125,13 @@ def markdown(header, rows):
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in linked]) + "\n"
 
 
-def report(learner, exercises, graded):
+def report(learner, exercises, graded, seconds=LEARNER_SECONDS):
     """A learner's report, in Markdown: why each exercise got its verdict."""
     verdicts = marks(exercises, graded)
     lines = [f"# {learner}", "",
              f"{verdicts.count(results.PASS)} of {len(exercises)} exercises pass.", ""]
     if not graded:
-        lines += [f"Grading stopped after {LEARNER_SECONDS} s before it could say anything: "
+        lines += [f"Grading stopped after {seconds} s before it could say anything: "
                   f"every exercise counts as {results.TIMEOUT}.", ""]
     lines += [f"- {exercise}: {verdict}" for exercise, verdict in zip(exercises, verdicts)]
     for exercise in exercises:
@@ -192,7 +192,7 @@ def write_all(class_folder, header, rows, reports):
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def grade_all(learners, only, exercises, jobs):
+def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     """{learner's name: their grades}, in the learners' order, graded jobs at
     a time; a line on stderr as each learner's grading ends. Interrupted
     (Ctrl-C), it stops every grading still running before it gives up."""
@@ -207,7 +207,7 @@ def grade_all(learners, only, exercises, jobs):
     STOPPING.clear()
     pool = concurrent.futures.ThreadPoolExecutor(side_by_side)
     try:
-        running = {pool.submit(grade, learner, only, workers): learner.name
+        running = {pool.submit(grade, learner, only, workers, seconds): learner.name
                    for learner in learners}
         for done in concurrent.futures.as_completed(running):
             name = running[done]
@@ -242,6 +242,9 @@ def main(argv=None):
     parser.add_argument("--jobs", metavar="N", type=int, default=os.cpu_count() or 1,
                         help="grade N learners side by side (default: one per core, here "
                              "%(default)s)")
+    parser.add_argument("--time-limit", metavar="SECONDS", type=int, default=LEARNER_SECONDS,
+                        help="stop a learner's grading after SECONDS and mark what it had "
+                             "not graded TIMEOUT (default: %(default)s)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     course = exercises_in(guide.read_guide(GUIDE))
     if not Path(args.class_folder).is_dir():
@@ -260,13 +263,14 @@ def main(argv=None):
     if not learners:
         print(f"{class_folder} holds no learner folders", file=sys.stderr)
         return 2
-    if args.jobs < 1:
-        print("usage: --jobs N: N is at least 1", file=sys.stderr)
+    if args.jobs < 1 or args.time_limit < 1:
+        print("usage: --jobs and --time-limit are at least 1", file=sys.stderr)
         return 2
-    grades = grade_all(learners, args.exercise, exercises, args.jobs)
+    grades = grade_all(learners, args.exercise, exercises, args.jobs, args.time_limit)
     header, rows = table(exercises, grades)
     write_all(class_folder, header, rows,
-              {name: report(name, exercises, graded) for name, graded in grades.items()})
+              {name: report(name, exercises, graded, args.time_limit)
+               for name, graded in grades.items()})
     print((class_folder / "grades.md").read_text(encoding="utf-8"), end="")
     everyone_passed = all(row[-1].split("/")[0] == row[-1].split("/")[1] for row in rows)
     return 0 if everyone_passed else 1
