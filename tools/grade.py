@@ -76,7 +76,7 @@ def grade(folder, exercises=(), workers=1, seconds=LEARNER_SECONDS):
             stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit_learner)
         RUNNING.add(process)
         try:
-            if STOPPING.is_set():        # started as an interrupted grading stops the others
+            if STOPPING.is_set():        # started just as grading was interrupted
                 return {}
             process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
@@ -200,7 +200,7 @@ def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     side_by_side = min(jobs, len(learners))
     # Most tests wait for the programs they run: as make check does, run
     # twice as many test processes as there are cores, shared by the learners.
-    workers = max(1, 2 * jobs // side_by_side)
+    workers = max(1, 2 * (os.cpu_count() or 1) // side_by_side)
     print(f"grading {len(learners)} learners, {side_by_side} side by side",
           file=sys.stderr, flush=True)
     grades = {}

@@ -3,7 +3,9 @@ folder whose exercise files are checked (code/, or --work FOLDER), and end
 with one line per exercise: PASS, FAIL, ERROR (the program crashed), TIMEOUT
 (it ran too long), MISSING or NOT RUN (results.py); a problem also names
 the chapter and section to reread. With --results-json PATH it also writes
-them to a JSON file, which grading reads.
+them to a JSON file, which grading reads. It works the same with -n
+(pytest-xdist): its scheduler keeps a session's blocks in one worker, and
+the summary is counted from the reports the workers send.
 
 Loaded with `-p harness.plugin` in pytest.ini: pytest offers guide.md, at
 the root, only to plugins and to a conftest.py above it.
@@ -84,16 +86,6 @@ pytest_collect_file = Sybil(
 ).pytest()
 
 
-STEP = pytest.StashKey[tuple]()   # an item's step_order
-
-
-def step_order(item, index):
-    """Where a step comes: the guide's blocks in the guide's order, then the
-    tests in the order they were collected (the same in every xdist worker)."""
-    block = getattr(getattr(item, "example", None), "parsed", None)
-    return (0, block.line) if isinstance(block, guide.Block) else (1, index)
-
-
 def pytest_collection_modifyitems(config, items):
     # A block's exercise is known from its commands; mark it like a claims test.
     for item in items:
@@ -108,8 +100,6 @@ def pytest_collection_modifyitems(config, items):
         others = [item for item in items if exercise_marked(item) not in only]
         config.hook.pytest_deselected(items=others)
         items[:] = [item for item in items if exercise_marked(item) in only]
-    for index, item in enumerate(items):
-        item.stash[STEP] = step_order(item, index)
 
 
 # With -n (pytest-xdist), a console session's blocks must run in one worker,
@@ -153,10 +143,21 @@ def pytest_runtest_makereport(item, call):
     exercise = exercise_marked(item)
     step = {"exercise": exercise,
             "block": call.when == "call" and hasattr(item, "example"),
-            "order": item.stash.get(STEP, (1, 0)),
+            "order": step_order(item),
             "problem": problem_of(item, call, report) if exercise and report.failed else None}
     report.user_properties.append((HARNESS, step))
     return report
+
+
+def step_order(item):
+    """Where a step comes: the guide's blocks in the guide's order, then the
+    tests file by file, in the order they are written (whatever order they
+    ran in, in whichever worker)."""
+    block = getattr(getattr(item, "example", None), "parsed", None)
+    if isinstance(block, guide.Block):
+        return [0, block.line]
+    path, line, _ = item.location
+    return [1, path, line or 0, item.nodeid]
 
 
 class Counter:
@@ -174,7 +175,7 @@ class Counter:
                 self.results["ran"].add(step["exercise"])
                 if step["problem"]:
                     self.results["problems"][step["exercise"]].append(
-                        (tuple(step["order"]), step["problem"]))
+                        (step["order"], step["problem"]))
 
 
 def problem_of(item, call, report):

@@ -21,8 +21,8 @@ id, the claim the first sentence of its docstring). `kind` is what that step
 did (FAIL, ERROR or TIMEOUT, below), and `output` its short diff or error,
 at most OUTPUT_LINES lines. The problems are in the order the steps come:
 the guide's transcripts in the guide's order (the path the learner walks),
-then the tests in the order they were collected; so problems[0] is the
-step that comes first. `decided_by` is the
+then the tests, file by file, in the order they are written; so
+problems[0] is the step that comes first. `decided_by` is the
 index of the problem whose kind is the verdict (see `verdict_of`).
 `reread`, `decided_by` and `problems` are filled under a FAIL, ERROR or
 TIMEOUT only (None, None and [] otherwise). tools/grade.py reads the file
