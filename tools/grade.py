@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from urllib.parse import quote
 
@@ -52,8 +53,13 @@ LEARNER_LIMITS = {
 }
 STOP_GRACE = 10                  # seconds a stopped grading gets to stop its commands
 REPORTS = "reports"              # CLASS/reports/NAME.md
-RUNNING = set()                  # the learners' pytest processes still running
+RUNNING = {}                     # the learners' pytest processes still running: their tags
 STOPPING = threading.Event()     # set when grading was interrupted
+# Every process of a learner's grading inherits this variable, set to a value
+# of its own (its tag). The commands it runs are each in a process group of
+# their own, and a program may start others and leave them behind; when the
+# grading ends, whatever still carries its tag is killed.
+TAG = "GRADING_TAG"
 
 
 def limit_learner():
@@ -69,12 +75,14 @@ def grade(folder, exercises=(), workers=1, seconds=LEARNER_SECONDS):
         results_file = Path(temp) / "results.json"
         only = [f"--exercise={exercise}" for exercise in exercises]
         side_by_side = [f"--numprocesses={workers}"] if workers > 1 else []
+        tag = uuid.uuid4().hex
         process = subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *side_by_side,
              f"--work={folder}", f"--results-json={results_file}", *only],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit_learner)
-        RUNNING.add(process)
+            cwd=ROOT, env={**os.environ, TAG: tag}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=limit_learner)
+        RUNNING[process] = tag
         try:
             if STOPPING.is_set():        # started just as grading was interrupted
                 return {}
@@ -88,9 +96,11 @@ def grade(folder, exercises=(), workers=1, seconds=LEARNER_SECONDS):
 
 def stop(process):
     """Stop a learner's grading, if it still runs: first as Ctrl-C would, so
-    that pytest ends the commands it started (each in a process group of its
-    own), then, after STOP_GRACE seconds, by killing its process group."""
-    RUNNING.discard(process)
+    that pytest ends the commands it started, then, after STOP_GRACE seconds,
+    by killing its process group; then kill whatever still carries its tag."""
+    tag = RUNNING.pop(process, None)
+    if tag is None:
+        return                           # stopped already
     try:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
@@ -100,6 +110,23 @@ def stop(process):
         process.wait()
     except ProcessLookupError:
         pass                             # it ended meanwhile
+    for pid in tagged(tag):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def tagged(tag):
+    """The processes whose environment carries TAG=tag (Linux's /proc;
+    elsewhere none are found, and only the process group is stopped)."""
+    wanted = f"{TAG}={tag}".encode()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                yield int(entry.name)
+        except OSError:
+            pass                         # gone, or not ours to read
 
 
 def marks(exercises, graded):
@@ -219,7 +246,7 @@ def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     finally:
         STOPPING.set()
         pool.shutdown(wait=False, cancel_futures=True)
-        for process in list(RUNNING):
+        for process in RUNNING.copy():
             stop(process)
     print(f"graded {len(learners)} in {clock(time.monotonic() - start)}",
           file=sys.stderr, flush=True)
