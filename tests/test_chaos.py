@@ -333,8 +333,11 @@ def test_a_stalled_worker_with_the_guard_never_doubles_points(folder):
     runs = chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4), timewarp=1)
     for seed, (status, output) in runs.items():
         assert status == 0 and "AUDIT PASSED" in output, (seed, output)
-        assert dead_jobs(output) > 0, (seed, output)
         assert all(why.startswith("loyalty_points") for _, why in parked(output)), (seed, output)
+    # "Some points jobs end dead": beside four CPU hogs, 12 to 19 of each seed's
+    # 20. A machine too busy to run a rival within a stall's 10 ms lets more
+    # stalled workers finish, so the drill's claim is counted over the seeds.
+    assert sum(dead_jobs(output) for _, output in runs.values()) > 0, runs
 
 
 @on_tinyq
@@ -346,6 +349,13 @@ def test_a_stall_inside_a_lease_longer_than_the_work_parks_nothing(folder):
     for seed, (status, output) in chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4)).items():
         assert status == 0 and "AUDIT PASSED: 20 customers" in output, (seed, output)
         assert dead_jobs(output) == 0, (seed, output)
+
+
+# Drill 6's outcome hangs on a rival taking the job in the 0.3 s between the
+# lease's end and the work's (or on each beat coming before the lease ends).
+# At a time warp of 10 that is 30 ms of real time, which a machine busy with
+# a dozen processes can let pass with no rival run; at 4 it is 75 ms.
+DRILL_6_TIMEWARP = 4
 
 
 def slow_points(folder, heartbeat):
@@ -363,7 +373,8 @@ def test_work_longer_than_its_lease_passes_from_worker_to_worker_until_it_is_dea
     """Study Drill 6: every worker loses the slow points job halfway, to the
     next, until its 25 attempts are used up: it ends dead, and nothing twice."""
     slow_points(folder, heartbeat=False)
-    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 1")
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 1",
+                               timewarp=DRILL_6_TIMEWARP)
     assert status == 0 and "AUDIT PASSED" in output, output
     assert parked(output) == [
         ("customer1@example.com", "loyalty_points, 25 attempts; holds 0 points")], output
@@ -374,7 +385,8 @@ def test_a_heartbeat_keeps_work_longer_than_its_lease(folder):
     """Study Drill 6: with job.heartbeat() after each step the lease keeps
     moving ahead, and the points job is done at its first attempt."""
     slow_points(folder, heartbeat=True)
-    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 1")
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 1",
+                               timewarp=DRILL_6_TIMEWARP)
     assert status == 0 and "AUDIT PASSED: 1 customer, each" in output, output
     assert dead_jobs(output) == 0, output
 
