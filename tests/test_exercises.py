@@ -739,19 +739,6 @@ def bank_lines(work):
     return re.findall(r"^  bank: .*$", work, re.M)
 
 
-def without_bank_lines(work):
-    return [line for line in work.splitlines() if not line.startswith("  bank: ")]
-
-
-def lines_by_job(lines):
-    """{job number: its lines, in order} of a worker's log (None: other lines)."""
-    jobs = collections.defaultdict(list)
-    for line in lines:
-        job = re.match(r"job (\d+), ", line)
-        jobs[job and int(job[1])].append(line)
-    return dict(jobs)
-
-
 def reached_the_bank(outcome):
     """A request that got there ended done or lost its reply; a lost request
     never got there."""
@@ -812,19 +799,20 @@ def test_ex08_a_fresh_key_per_attempt_overcharges_like_ex07(folder):
 
 @exercise("ex08_idempotency.py")
 def test_ex08_the_same_seed_loses_the_same_requests_and_replies_as_ex07(folder):
-    """For every seed from 1 to 50, each job's lines in the worker's log of
-    Exercise 8 are its lines in the log of Exercise 7: the same attempts, the
-    same lost requests and replies, the same waits. Only the bank's "seen
-    before" lines are new."""
-    # Job by job, not line by line: two jobs that come due within a few
-    # milliseconds of each other can swap places, by as much real time as a
-    # busy machine's pause (the guide's seed 1, shown whole, has no such pair).
+    """For every seed from 1 to 50, Exercise 8's worker makes the same attempts
+    at each job as Exercise 7's, and each meets the same fate: the same
+    requests lost, the same replies lost, done at the same attempt. Only the
+    bank's "seen before" lines are new."""
+    # Not line for line: two jobs that come due within milliseconds of each
+    # other can swap places, by as much real time as a busy machine's pause,
+    # and the waits' dice are then thrown in the other order too (seed 46 did
+    # it beside four CPU hogs). The guide's seed 1, shown whole, has no such pair.
     ex07 = runs_by_seed(folder, "ex07_retries.py")
     ex08 = runs_by_seed(folder, "ex08_idempotency.py")
     assert sorted(ex07) == sorted(ex08) == list(SEEDS)
     for seed in SEEDS:
-        assert lines_by_job(without_bank_lines(ex08[seed][0])) == \
-            lines_by_job(ex07[seed][0].splitlines()), seed
+        assert sorted(attempts_by_job(ex08[seed][0])) == \
+            sorted(attempts_by_job(ex07[seed][0])), seed
         assert all(re.fullmatch(r"  bank: \S+ seen before; no new charge", line)
                    for line in bank_lines(ex08[seed][0])), seed
 
