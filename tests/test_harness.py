@@ -190,12 +190,14 @@ def test_processes_of_a_session_share_one_clock(tmp_path, shared):
                                  tmp_path, clock=clock)
     assert status == 0, output
     seen = {tuple(line.split()[:2]): float(line.split()[2]) for line in output.splitlines()}
-    # Sleeping side by side, each sees the 5 s pass, once.
-    assert 5 <= seen["a", "slept"] < 5.5 and 5 <= seen["b", "slept"] < 5.5, output
+    # Sleeping side by side, each sees the 5 s pass, once: a clock that added
+    # the sleeps up would show 10. (The bounds leave a busy machine a second
+    # of real time, which every warped clock counts as it is.)
+    assert 5 <= seen["a", "slept"] < 6.5 and 5 <= seen["b", "slept"] < 6.5, output
     if shared:    # b reads a's time soon after a wrote it, on the same clock
-        assert 0 <= seen["b", "gap"] < 0.2, output
+        assert 0 <= seen["b", "gap"] < 1, output
     else:         # a's last 3 s of sleep moved only a's clock
-        assert seen["b", "gap"] < -2.5, output
+        assert seen["b", "gap"] < -2, output
 
 
 def test_no_warp_without_timewarp(tmp_path):
