@@ -123,9 +123,9 @@ def test_columns_matter():
 
 # ---------------------------------------------------------------- time warp
 
-def run_python(tmp_path, script):
+def run_python(tmp_path, script, timewarp=sandbox.TIMEWARP_FACTOR):
     (tmp_path / "script.py").write_text(script)
-    status, output = sandbox.run("python3 script.py", tmp_path)
+    status, output = sandbox.run("python3 script.py", tmp_path, timewarp=timewarp)
     assert status == 0, output
     return output
 
@@ -150,14 +150,21 @@ for before, after in zip(start[:3] + [n / 1e9 for n in start[3:]], end):
 
 
 def test_threads_sleeping_together_share_the_time(tmp_path):
+    # Together: both wait at a barrier, then sleep 1 s, which at a time warp
+    # of 2 is half a second of real time. (At 20 it is 50 ms, and a busy
+    # machine once started the second thread after the first had woken.)
     output = run_python(tmp_path, """
 import threading, time
+together = threading.Barrier(2)
+def sleeper():
+    together.wait()
+    time.sleep(1)
 start = time.perf_counter()
-sleepers = [threading.Thread(target=time.sleep, args=(1,)) for _ in range(2)]
+sleepers = [threading.Thread(target=sleeper) for _ in range(2)]
 for t in sleepers: t.start()
 for t in sleepers: t.join()
 print(time.perf_counter() - start)
-""")
+""", timewarp=2)
     assert 1 <= float(output) < 1.5
 
 
