@@ -146,7 +146,8 @@ for before, after in zip(start[:3] + [n / 1e9 for n in start[3:]], end):
 """)
     real, *advances = map(float, output.split())
     assert real == 2 / sandbox.TIMEWARP_FACTOR
-    assert all(2 <= advance < 2.5 for advance in advances), advances
+    # each clock sees the 2 s, once (a busy machine may add real time to it)
+    assert all(2 <= advance < 3 for advance in advances), advances
 
 
 def test_threads_sleeping_together_share_the_time(tmp_path):
