@@ -227,7 +227,11 @@ def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     side_by_side = min(jobs, len(learners))
     # Most tests wait for the programs they run: as make check does, run
     # twice as many test processes as there are cores, shared by the learners.
+    # A test process costs about a second of CPU to start, more than a few
+    # exercises' tests gain from it: at most one per exercise asked for.
     workers = max(1, 2 * (os.cpu_count() or 1) // side_by_side)
+    if only:
+        workers = min(workers, len(only))
     print(f"grading {len(learners)} learners, {side_by_side} side by side",
           file=sys.stderr, flush=True)
     grades = {}
