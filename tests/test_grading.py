@@ -12,8 +12,10 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +138,39 @@ def test_a_grading_past_its_time_limit_is_stopped_with_everything_it_started(tmp
     assert "Grading stopped after 60 s" in (learners / "reports" / "stuck.md").read_text()
     started = [int(pid) for pid in pids.read_text().split()]
     assert started                                   # the program did run, and waited
+    assert not [pid for pid in started if running(pid)]
+
+
+def test_ctrl_c_stops_every_grading_and_writes_nothing(tmp_path):
+    """Ctrl-C reaches grade.py alone (each learner's pytest has a session of
+    its own): it stops both gradings in progress, and every program they
+    had started, writes no table and no report, and says so."""
+    learners = tmp_path / "class"
+    pids = {}
+    for name in ("ann", "bob"):
+        (learners / name).mkdir(parents=True)
+        pids[name] = tmp_path / f"{name}.pids"
+        (learners / name / "ex03_memory_queue.py").write_text(
+            f"import os\nopen({str(pids[name])!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + HANGS)
+    grading = subprocess.Popen(
+        [sys.executable, "tools/grade.py", str(learners), "--exercise", "ex03_memory_queue.py",
+         "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "COMMAND_TIMEOUT": "600"})
+    try:
+        deadline = time.monotonic() + 120
+        while not all(path.exists() for path in pids.values()):    # both programs waiting
+            assert time.monotonic() < deadline and grading.poll() is None, grading.stderr.read()
+            time.sleep(0.1)
+        grading.send_signal(signal.SIGINT)
+        out, err = grading.communicate(timeout=60)
+    finally:
+        grading.kill()
+    assert grading.returncode == 130, err
+    assert err.splitlines() == ["grading 2 learners, 2 side by side",
+                                "grading interrupted: nothing written"], err
+    assert out == ""
+    assert sorted(path.name for path in learners.iterdir()) == ["ann", "bob"]
+    started = [int(pid) for path in pids.values() for pid in path.read_text().split()]
     assert not [pid for pid in started if running(pid)]
 
 

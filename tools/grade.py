@@ -308,4 +308,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:            # grade_all has stopped every grading
+        print("grading interrupted: nothing written", file=sys.stderr)
+        sys.exit(130)                    # as a shell reports a Ctrl-C
