@@ -156,22 +156,27 @@ def test_ctrl_c_stops_every_grading_and_writes_nothing(tmp_path):
         [sys.executable, "tools/grade.py", str(learners), "--exercise", "ex03_memory_queue.py",
          "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "COMMAND_TIMEOUT": "600"})
+    started = lambda: [int(pid) for path in pids.values() if path.exists()
+                       for pid in path.read_text().split()]
     try:
         deadline = time.monotonic() + 120
-        while not all(path.exists() for path in pids.values()):    # both programs waiting
-            assert time.monotonic() < deadline and grading.poll() is None, grading.stderr.read()
-            time.sleep(0.1)
+        while grading.poll() is None and time.monotonic() < deadline \
+                and not all(path.exists() for path in pids.values()):
+            time.sleep(0.1)                   # until both learners' programs wait
         grading.send_signal(signal.SIGINT)
         out, err = grading.communicate(timeout=60)
-    finally:
+    finally:                                  # if it failed, leave nothing running
         grading.kill()
+        left = [pid for pid in started() if running(pid)]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert all(path.exists() for path in pids.values()), err
+    assert not left                           # grade.py had stopped them all
     assert grading.returncode == 130, err
     assert err.splitlines() == ["grading 2 learners, 2 side by side",
                                 "grading interrupted: nothing written"], err
     assert out == ""
     assert sorted(path.name for path in learners.iterdir()) == ["ann", "bob"]
-    started = [int(pid) for path in pids.values() for pid in path.read_text().split()]
-    assert not [pid for pid in started if running(pid)]
 
 
 def running(pid):
