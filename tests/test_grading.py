@@ -152,10 +152,13 @@ def test_ctrl_c_stops_every_grading_and_writes_nothing(tmp_path):
         pids[name] = tmp_path / f"{name}.pids"
         (learners / name / "ex03_memory_queue.py").write_text(
             f"import os\nopen({str(pids[name])!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + HANGS)
+    # Ctrl-C as a terminal delivers it: a shell script that starts a program in
+    # the background (as one that runs make check may) starts it deaf to SIGINT.
     grading = subprocess.Popen(
         [sys.executable, "tools/grade.py", str(learners), "--exercise", "ex03_memory_queue.py",
          "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "COMMAND_TIMEOUT": "600"})
+        env={**os.environ, "COMMAND_TIMEOUT": "600"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     started = lambda: [int(pid) for path in pids.values() if path.exists()
                        for pid in path.read_text().split()]
     try:
@@ -167,6 +170,7 @@ def test_ctrl_c_stops_every_grading_and_writes_nothing(tmp_path):
         out, err = grading.communicate(timeout=60)
     finally:                                  # if it failed, leave nothing running
         grading.kill()
+        grading.communicate()
         left = [pid for pid in started() if running(pid)]
         for pid in left:
             os.kill(pid, signal.SIGKILL)
