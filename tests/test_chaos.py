@@ -328,16 +328,22 @@ def test_a_stalled_worker_with_the_guard_never_doubles_points(folder):
     worker outlives every lease, so the points jobs are taken from worker to
     worker until their attempts run out, and end dead: parked, not looping."""
     stall_inside_a_tiny_lease(folder)
-    # At the reader's own speed: how often a stalled worker happens to finish
-    # before anyone takes its job depends on real time, not virtual.
-    runs = chaos_by_seed(folder, "--chaos 0", seeds=range(1, 4), timewarp=1)
-    for seed, (status, output) in runs.items():
-        assert status == 0 and "AUDIT PASSED" in output, (seed, output)
-        assert all(why.startswith("loyalty_points") for _, why in parked(output)), (seed, output)
-    # "Some points jobs end dead": beside four CPU hogs, 12 to 19 of each seed's
-    # 20. A machine too busy to run a rival within a stall's 10 ms lets more
-    # stalled workers finish, so the drill's claim is counted over the seeds.
-    assert sum(dead_jobs(output) for _, output in runs.values()) > 0, runs
+    # "Some points jobs end dead" is a claim about real time, not virtual: a
+    # job dies only if rivals take it from worker after stalled worker. Beside
+    # four CPU hogs a seed parks 2 to 19 of its 20, but a machine too busy to
+    # run a rival within a stall's 10 ms once parked none in seeds 1 to 3; so
+    # the claim is counted over three seeds at a time, nine at most.
+    dead = 0
+    for seeds in (range(1, 4), range(4, 7), range(7, 10)):
+        runs = chaos_by_seed(folder, "--chaos 0", seeds=seeds, timewarp=1)
+        for seed, (status, output) in runs.items():
+            assert status == 0 and "AUDIT PASSED" in output, (seed, output)
+            assert all(why.startswith("loyalty_points") for _, why in parked(output)), \
+                (seed, output)
+            dead += dead_jobs(output)
+        if dead:
+            break
+    assert dead > 0, runs
 
 
 @on_tinyq
