@@ -229,6 +229,59 @@ def test_the_race_stepper_by_keyboard_alone(watched, site_url):
     assert watched.problems == []
 
 
+def test_the_race_steppers_two_claims_are_one_choice(watched, site_url):
+    """The claims are one group of radio buttons: one tab stop, the arrow
+    keys move the choice, and choosing either, in any order, takes effect."""
+    sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race")
+    naive, atomic = (sim.get_by_role("radio", name=f"the {claim} claim")
+                     for claim in ("naive", "atomic"))
+    code = sim.locator(".sim-code")
+    naive_code = code.inner_text()
+    atomic.check()
+    expect(naive).not_to_be_checked()
+    expect(code).not_to_have_text(naive_code)
+    watched.keyboard.press("ArrowLeft")               # atomic has the focus
+    expect(naive).to_be_checked()
+    expect(atomic).not_to_be_checked()
+    expect(code).to_have_text(naive_code)
+    watched.keyboard.press("Tab")                      # past atomic, to the next control
+    expect(sim.get_by_role("button", name="Step worker 1")).to_be_focused()
+    assert watched.problems == []
+
+
+def test_a_started_simulation_has_the_focus_and_no_fallback_text(watched, site_url):
+    """A reader who starts a simulation from the keyboard keeps their place:
+    the focus goes to its first control, not back to the top of the page. The
+    paragraph for readers without JavaScript goes once it runs."""
+    watched.goto(f"{site_url}/all.html")
+    for name in ("race", "killable-queue", "payment", "crash-timing"):
+        sim = watched.locator(f'.sim-mount[data-sim="{name}"]')
+        fallback = watched.locator(f'.sim[data-sim="{name}"] > p')
+        expect(fallback.first).to_be_visible()
+        assert fallback.count() >= 1
+        sim.get_by_role("button", name="Start the simulation").focus()
+        watched.keyboard.press("Enter")
+        expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+        expect(sim.locator(".sim-body :is(button, input, select)").first).to_be_focused()
+        for paragraph in fallback.all():
+            expect(paragraph).to_be_hidden()
+    assert watched.problems == []
+
+
+def test_the_killable_queue_refuses_a_lease_past_its_box(watched, site_url):
+    sim = start_simulation(watched, site_url, "when-workers-die-leases.html", "killable-queue")
+    lease = sim.get_by_label("Lease (s)")
+    lease.fill("50")                                   # the box says 1 to 30
+    sim.get_by_role("button", name="Set lease").click()
+    answered(sim)
+    expect(sim.locator(".sim-clock")).to_contain_text("lease 5 s")
+    assert lease.evaluate("box => box.matches(':invalid')")
+    lease.fill("30")
+    sim.get_by_role("button", name="Set lease").click()
+    expect(sim.locator(".sim-clock")).to_contain_text("lease 30 s")
+    assert watched.problems == []
+
+
 def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
     sim = start_simulation(watched, site_url, "when-workers-die-leases.html", "killable-queue")
     sim.get_by_role("button", name="Add a job").click()

@@ -27,6 +27,7 @@ function mount(element, number) {
   const start = el("button", { type: "button", class: "sim-start" }, `Start the simulation`);
   element.append(el("div", { class: "sim-bar" }, start, status), body, announcer);
   element.dataset.state = "idle";
+  element.dataset.busy = "false";
   let view = null;
   // Calls go to Python one at a time, in the order they were made: a click
   // made while another call is in flight waits its turn instead of being lost.
@@ -102,6 +103,12 @@ function mount(element, number) {
       body.hidden = false;
       view.draw(answer.state);
       setState("ready", "Ready.");
+      for (const fallback of element.parentElement.children) {
+        fallback.hidden = fallback !== element;   // the text for readers without scripts
+      }
+      // The Start button is gone: the focus goes to the first control, not
+      // back to the top of the page.
+      body.querySelector("button, input, select")?.focus();
     } catch (error) {
       failed(error);
     }

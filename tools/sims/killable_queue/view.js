@@ -31,8 +31,7 @@ export default function killableQueue(body, { act, announce }) {
     el("button", { type: "button", onclick: () => act("step") }, "Step to the next event"),
     el("label", {}, "Speed ", speed),
     el("label", { for: "kq-lease" }, "Lease (s) "), lease,
-    el("button", { type: "button", onclick: () => act("set_lease", Number(lease.value)) },
-      "Set lease"),
+    el("button", { type: "button", onclick: setLease }, "Set lease"),
     el("button", { type: "button", onclick: reset }, "Reset"),
     clock);
   const workers = el("tbody");
@@ -55,7 +54,16 @@ export default function killableQueue(body, { act, announce }) {
       el("section", {}, el("h3", {}, "What happened"), events)),
     el("section", {}, el("h3", {}, "Try to"), tasks));
 
+  function setLease() {
+    if (lease.reportValidity()) {      // else the browser says what the box takes
+      act("set_lease", Number(lease.value));
+    }
+  }
+
   function reset() {
+    if (!lease.reportValidity()) {
+      return;
+    }
     playing.stop();
     lastEvent = 0;
     act("new", { lease: Number(lease.value) });

@@ -19,13 +19,17 @@ function seeded(seed) {
   };
 }
 
+let views = 0;                        // a page may hold more than one
+
 export default function race(body, { act, announce }) {
+  views += 1;
+  const group = `race-claim-${views}`; // one group: one tab stop, arrow keys choose
   let claim = "naive";
   let seed = 1;
   let random = seeded(seed);
   let finished = [false, false];
   const choices = ["naive", "atomic"].map((value) => el("label", {},
-    el("input", { type: "radio", name: `race-claim-${Math.random().toString(36).slice(2)}`,
+    el("input", { type: "radio", name: group,
       value, checked: value === claim, onchange: () => choose(value) }),
     ` the ${value} claim`));
   const stepButtons = [0, 1].map((worker) => el("button",
