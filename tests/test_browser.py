@@ -413,6 +413,29 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
     assert watched.problems == []
 
 
+def test_the_crash_timing_explorer_answers_run_step_and_play(watched, site_url):
+    """Run shows the whole story and its outcome at once; Step and Play, even
+    before any Run, run the story chosen and show it a step at a time. The
+    choice the explorer opens with answers no task."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    timeline, outcome = sim.locator(".sim-events li"), sim.locator(".sim-result")
+    expect(sim.get_by_label("Crash")).to_have_value("none")
+    sim.get_by_role("button", name="Step", exact=True).click()
+    expect(timeline).to_have_count(1)
+    expect(outcome).to_have_text("")
+    sim.get_by_role("button", name="Run", exact=True).click()
+    expect(outcome).to_have_text("Outcome: ✓ exactly once (1 effect)")
+    assert timeline.count() > 1
+    expect(task_done(sim, "duplicate")).not_to_have_class("done")
+    sim.get_by_label("Crash").select_option("after-effect")
+    expect(timeline).to_have_count(0)                  # the last story was another choice's
+    sim.get_by_role("button", name="Play").click()
+    expect(timeline.first).to_be_visible()
+    expect(outcome).to_have_text("Outcome: ⚠ duplicate (2 effects)")
+    expect(task_done(sim, "duplicate")).to_have_class("done")
+    assert watched.problems == []
+
+
 def test_actions_made_while_python_answers_are_not_lost(watched, site_url):
     """A reader who picks a protection and a crash and presses Run, faster
     than Python answers: each call waits for the one before, and the run is

@@ -47,8 +47,9 @@ export default function crashTiming(body, { act, announce }) {
     matrix,
     el("section", {}, el("h3", {}, "Try to"), tasks));
 
+  const ran = () => Boolean(state && state.outcome);   // the choice made has been run
   const playing = player(play, () => STEP_MS / Number(speed.value), step,
-    () => !state || shown >= state.timeline.length);
+    () => ran() && shown >= state.timeline.length);
 
   function options(select, items, chosen) {
     select.replaceChildren(...items.map((item) =>
@@ -60,15 +61,20 @@ export default function crashTiming(body, { act, announce }) {
     act("choose", protection.value, crash.value);
   }
 
+  // Run answers at once: the whole story and its outcome.
   async function run() {
     playing.stop();
     await act("run");
-    shown = 0;
-    reveal();
+    showAll();
   }
 
-  function step() {
-    if (state && shown < state.timeline.length) {
+  // One more step of the story; a choice not yet run is run first.
+  async function step() {
+    if (!ran()) {
+      shown = 0;
+      await act("run");
+    }
+    if (ran() && shown < state.timeline.length) {
       shown += 1;
       reveal();
     }
@@ -76,7 +82,7 @@ export default function crashTiming(body, { act, announce }) {
 
   function showAll() {
     playing.stop();
-    shown = state ? state.timeline.length : 0;
+    shown = ran() ? state.timeline.length : 0;
     reveal();
   }
 
@@ -124,5 +130,7 @@ export default function crashTiming(body, { act, announce }) {
     reveal();
   }
 
-  return { draw, options: {} };
+  // The page opens on no crash: the engine's own default, a crash after the
+  // effect, would answer the first task before the reader chose anything.
+  return { draw, options: { crash: "none" } };
 }
