@@ -465,6 +465,31 @@ def test_step_makes_one_attempt_at_a_time():
     sim.close()
 
 
+def test_a_charge_before_its_job_is_done_is_not_called_more_yet():
+    """Mid-run, an order the bank charged while its job still retries may
+    end right (a stable key) or not: the balance counts as "more" only what
+    is more already, and names the orders still open."""
+    said = {}
+    for keys in ("stable", "fresh"):
+        sim = Payment(seed=1, keys=keys)
+        while sim.step() is None:
+            state = sim.state()
+            said.setdefault(keys, []).append(state["difference"])
+        sim.close()
+    # Seed 1: job 1's first reply is lost (charged), job 4 is done, then job
+    # 1's second reply is lost too, then job 3's first.
+    assert said["stable"][0] == ("Alice paid $10.00 for orders worth $0.00: $10.00 for order 1, "
+                                 "not done yet")
+    assert said["stable"][7] == ("Alice paid $40.00 for orders worth $20.00: $20.00 for orders "
+                                 "1 and 3, not done yet")
+    assert said["stable"][-1] == "Alice paid $50.00 for orders worth $50.00: right"
+    assert said["fresh"][5] == ("Alice paid $30.00 for orders worth $10.00: $10.00 more (order 1 "
+                                "has been charged twice already), and $10.00 for order 1, not "
+                                "done yet")
+    assert said["fresh"][-1] == ("Alice paid $80.00 for orders worth $50.00: $30.00 more "
+                                 "(order 1 was charged 3 times; order 3 was charged twice)")
+
+
 def test_configure_starts_again_and_keeps_what_was_earned():
     sim = Payment(seed=1)
     sim.run()

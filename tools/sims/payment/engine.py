@@ -360,20 +360,32 @@ class Payment:
         return jobs
 
     def difference(self, jobs):
+        """What Alice paid against what she owes, and why they differ. An
+        order charged while its job still retries is not "more" yet: its job
+        may end done with no further charge. Only its later charges are."""
         expected, actual = self.expected_cents(), self.actual_cents()
         said = f"Alice paid {dollars(actual)} for orders worth {dollars(expected)}"
+        why, open_orders = [], []
+        for job in jobs:
+            charged, order = job["charged_times"], job["order"]
+            if job["status"] == "done" and charged > 1:
+                why.append(f"order {order} was charged {times(charged)}")
+            elif job["status"] == "dead" and charged:
+                why.append(f"order {order} is dead, yet the bank charged it {times(charged)}")
+            elif job["status"] not in ("done", "dead") and charged:
+                open_orders.append(str(order))
+                if charged > 1:
+                    why.append(f"order {order} has been charged {times(charged)} already")
         if actual == expected:
             return said + ": right"
-        why = []
-        for job in jobs:
-            charged = job["charged_times"]
-            if job["status"] == "done" and charged > 1:
-                why.append(f"order {job['order']} was charged {times(charged)}")
-            elif job["status"] != "done" and charged:
-                state = "is dead" if job["status"] == "dead" else "is not done yet"
-                why.append(f"order {job['order']} {state}, yet the bank charged it "
-                           f"{times(charged)}")
-        return f"{said}: {dollars(actual - expected)} more ({'; '.join(why)})"
+        held = PRICE_CENTS * len(open_orders)
+        more = f"{dollars(actual - expected - held)} more ({'; '.join(why)})" if why else ""
+        if not open_orders:
+            return f"{said}: {more}"
+        orders = (f"order {open_orders[0]}" if len(open_orders) == 1 else
+                  f"orders {', '.join(open_orders[:-1])} and {open_orders[-1]}")
+        still_open = f"{dollars(held)} for {orders}, not done yet"
+        return f"{said}: {more}, and {still_open}" if more else f"{said}: {still_open}"
 
     def state(self):
         jobs = self.jobs()
