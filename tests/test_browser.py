@@ -263,6 +263,8 @@ def test_a_started_simulation_has_the_focus_and_no_fallback_text(watched, site_u
         watched.keyboard.press("Enter")
         expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
         expect(sim.locator(".sim-body :is(button, input, select)").first).to_be_focused()
+        expect(sim.locator("input:invalid"),
+               "every box to open on a value it takes").to_have_count(0)
         for paragraph in fallback.all():
             expect(paragraph).to_be_hidden()
     assert watched.problems == []
@@ -272,12 +274,12 @@ def test_the_killable_queue_refuses_a_lease_past_its_box(watched, site_url):
     sim = start_simulation(watched, site_url, "when-workers-die-leases.html", "killable-queue")
     lease = sim.get_by_label("Lease (s)")
     lease.fill("50")                                   # the box says 1 to 30
-    sim.get_by_role("button", name="Set lease").click()
+    lease.press("Enter")
     answered(sim)
     expect(sim.locator(".sim-clock")).to_contain_text("lease 5 s")
     assert lease.evaluate("box => box.matches(':invalid')")
     lease.fill("30")
-    sim.get_by_role("button", name="Set lease").click()
+    lease.press("Enter")
     expect(sim.locator(".sim-clock")).to_contain_text("lease 30 s")
     assert watched.problems == []
 
@@ -310,7 +312,7 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
     sim.get_by_role("button", name="Restart worker 1").click()
     expect(sim.get_by_role("button", name="Kill worker 1")).to_be_visible()
     sim.get_by_label("Lease (s)").fill("2")
-    sim.get_by_role("button", name="Set lease").click()
+    sim.get_by_label("Lease (s)").press("Enter")        # a changed lease applies at once
     expect(sim.locator(".sim-clock")).to_contain_text("lease 2")
     before = sim.locator(".sim-clock").inner_text()
     sim.get_by_role("button", name="Play").click()
@@ -478,6 +480,29 @@ def test_the_payment_simulator_tasks(watched, site_url):
     expect(sim.locator("tr.dead").first).to_contain_text("dead")
     expect(task_done(sim, "dead")).to_have_class("done")
     expect(sim.get_by_role("button", name="Next step of O7")).to_have_count(0)   # Chapter 10's
+    assert watched.problems == []
+
+
+def test_the_payment_simulator_applies_a_changed_control_at_once(watched, site_url):
+    """A control the reader changes starts the charges afresh with it: no
+    result is left on the page that the controls no longer describe."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
+    balance, timeline = sim.locator(".sim-result"), sim.locator(".sim-events li")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(balance).to_contain_text("$30.00 more")            # seed 1, no key
+    sim.get_by_label("Keys", exact=True).select_option("stable")
+    expect(timeline).to_have_count(0)
+    expect(balance).to_have_text("Alice should have paid $0.00; she has paid $0.00. "
+                                 "Alice paid $0.00 for orders worth $0.00: right")
+    sim.get_by_role("button", name="Step one attempt").click()
+    expect(timeline).to_have_count(1)
+    attempts = sim.get_by_label("Attempts", exact=True)
+    attempts.fill("1")
+    attempts.press("Enter")
+    expect(timeline).to_have_count(0)
+    sim.get_by_role("button", name="Play").click()
+    expect(balance).to_contain_text("she has paid")
+    expect(sim.locator("tr.dead").first, "attempts of 1 to leave a job dead").to_be_visible()
     assert watched.problems == []
 
 

@@ -17,8 +17,9 @@ export default function killableQueue(body, { act, announce }) {
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "2" }, "2×"),
     el("option", { value: "5" }, "5×"));
+  // A changed lease applies at once, to claims from then on.
   const lease = el("input", { type: "number", min: "1", max: "30", step: "1", value: "5",
-    id: "kq-lease", inputmode: "numeric" });
+    id: "kq-lease", inputmode: "numeric", onchange: setLease });
   const play = el("button", { type: "button" }, "Play");
   // With reduced motion, the tables change less often: bigger steps.
   const every = () => (reducedMotion.matches ? TICK_MS * 5 : TICK_MS);
@@ -31,7 +32,6 @@ export default function killableQueue(body, { act, announce }) {
     el("button", { type: "button", onclick: () => act("step") }, "Step to the next event"),
     el("label", {}, "Speed ", speed),
     el("label", { for: "kq-lease" }, "Lease (s) "), lease,
-    el("button", { type: "button", onclick: setLease }, "Set lease"),
     el("button", { type: "button", onclick: reset }, "Reset"),
     clock);
   const workers = el("tbody");

@@ -19,18 +19,24 @@ export default function payment(body, { act, announce }) {
     lost_reply: el("input", { type: "range", min: "0", max: "0.5", step: "0.05", value: "0.3",
       id: "pay-lost-reply" }),
     attempts: el("input", { type: "number", min: "1", max: "10", value: "5", id: "pay-attempts" }),
-    base: el("input", { type: "number", min: "0.01", max: "60", step: "0.1", value: "0.5",
+    // A box's step counts from its min: 0.5 and 8 must be steps from it.
+    base: el("input", { type: "number", min: "0.1", max: "60", step: "0.1", value: "0.5",
       id: "pay-base" }),
-    cap: el("input", { type: "number", min: "0.01", max: "3600", step: "1", value: "8",
+    cap: el("input", { type: "number", min: "1", max: "3600", step: "1", value: "8",
       id: "pay-cap" }),
     charges: el("input", { type: "number", min: "1", max: "20", value: "5", id: "pay-charges" }),
     seed: el("input", { type: "number", min: "0", value: "1", id: "pay-seed" }),
     jitter: el("input", { type: "checkbox", checked: true, id: "pay-jitter" }),
   };
-  const keys = el("select", { id: "pay-keys" },
+  const keys = el("select", { id: "pay-keys", onchange: () => configure() },
     el("option", { value: "none" }, "no key"),
     el("option", { value: "fresh" }, "a fresh key per attempt"),
     el("option", { value: "stable" }, "a stable key per order"));
+  // A changed control starts the charges afresh with it, so that what the
+  // page shows is always what the controls say.
+  for (const input of Object.values(inputs)) {
+    input.addEventListener("change", () => configure());
+  }
   const shownPercent = {
     lost_request: el("output", { for: "pay-lost-request" }),
     lost_reply: el("output", { for: "pay-lost-reply" }),
@@ -95,6 +101,11 @@ export default function payment(body, { act, announce }) {
 
   // Apply the controls (which starts the charges afresh), then maybe run.
   async function configure(then) {
+    const wrong = Object.values(inputs).find((input) => !input.checkValidity());
+    if (wrong) {
+      wrong.reportValidity();          // the browser says what the box takes
+      return;
+    }
     playing.stop();
     await act("configure", settings());
     if (then) {
