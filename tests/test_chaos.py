@@ -219,12 +219,24 @@ def dead_jobs(output):
     return int(re.search(r"^jobs: \d+ done, (\d+) dead", output, re.M)[1])
 
 
+def beyond_the_time_limit(folder):
+    """chaos.py's limit of 60 s, raised to 600 in the copy, for the runs that
+    restart workers about a thousand times (956 at chaos 0.8, seed 3; 1500 at
+    chaos 1): processes started one after another take real time, which the
+    time warp does not shorten (13 s for the 956 on an idle machine; past 60 s
+    beside four CPU hogs and the whole suite). The limit is not what these
+    runs are about."""
+    sandbox.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
+                       "TIME_LIMIT_SECONDS = 600")
+
+
 @on_chaos
 def test_a_run_at_high_chaos_ends_by_itself_and_parks_its_dead_jobs(folder):
     """At a crash chance of 0.8 many jobs kill worker after worker. Each is
     buried after MAX_ATTEMPTS claims instead of being claimed for ever, so the
     run ends, and the audit names each customer a dead job left waiting for a
     person, apart from any wrong effect (there is none)."""
+    beyond_the_time_limit(folder)
     status, output = run_chaos(folder, "--seed 3 --chaos 0.8", timeout=MANY_CRASHES_TIMEOUT)
     assert status == 0 and "AUDIT PASSED" in output, output
     assert "AUDIT FAILED" not in output and dead_jobs(output) > 0, output
@@ -236,11 +248,7 @@ def test_when_every_job_kills_its_worker_each_is_claimed_max_attempts_times(fold
     """Break It, with all 20 customers: at --chaos 1 every claim kills its
     worker, so the crashes are exactly 60 jobs times 25 attempts, and every
     job ends dead and parked."""
-    # 1500 worker processes started one after another take seconds of real
-    # time, which the time warp does not shorten; on a busy machine they can
-    # pass the 60 s limit, which this Break It is not about.
-    sandbox.apply_edit(folder, "capstone/chaos.py", "TIME_LIMIT_SECONDS = 60",
-                       "TIME_LIMIT_SECONDS = 600")
+    beyond_the_time_limit(folder)
     status, output = run_chaos(folder, "--seed 1 --chaos 1", timeout=MANY_CRASHES_TIMEOUT)
     assert status == 0 and "worker crashes: 1500" in output, output
     assert dead_jobs(output) == 60 and len(parked(output)) == 60, output
