@@ -270,6 +270,24 @@ def test_a_started_simulation_has_the_focus_and_no_fallback_text(watched, site_u
     assert watched.problems == []
 
 
+def test_the_killable_queues_buttons_stay_put_while_the_clock_moves(watched, site_url):
+    """The Kill button a reader is on is the same button after every redraw:
+    a click made while the clock moves is not lost with a replaced button,
+    nor is the focus. Pressed, it becomes that worker's Restart button."""
+    sim = start_simulation(watched, site_url, "when-workers-die-leases.html", "killable-queue")
+    kill = sim.get_by_role("button", name="Kill worker 1").element_handle()
+    kill.focus()
+    sim.get_by_role("button", name="Add a job").dispatch_event("click")    # the focus stays
+    for _ in range(3):
+        sim.get_by_role("button", name="Step to the next event").dispatch_event("click")
+    answered(sim)
+    expect(sim.locator(".sim-clock")).not_to_contain_text("time 0.0 s")
+    assert kill.evaluate("button => button.isConnected && document.activeElement === button")
+    watched.keyboard.press("Enter")
+    expect(sim.get_by_role("button", name="Restart worker 1")).to_be_focused()
+    assert watched.problems == []
+
+
 def test_the_killable_queue_refuses_a_lease_past_its_box(watched, site_url):
     sim = start_simulation(watched, site_url, "when-workers-die-leases.html", "killable-queue")
     lease = sim.get_by_label("Lease (s)")

@@ -69,18 +69,34 @@ export default function killableQueue(body, { act, announce }) {
     act("new", { lease: Number(lease.value) });
   }
 
+  // A worker's row is made once and then updated, never replaced: a button
+  // replaced between a press and its release loses the click, and the focus.
+  const rows = [];
+  function workerRow(worker) {
+    if (!rows[worker.index]) {
+      const cells = [el("th", { scope: "row" }), el("td"), el("td"), el("td")];
+      const button = el("button", { type: "button",
+        onclick: () => act(button.dataset.action, worker.index) });
+      rows[worker.index] = { cells, button, row: el("tr", {}, cells, el("td", {}, button)) };
+    }
+    const { cells, button, row } = rows[worker.index];
+    const texts = [worker.name, worker.alive ? worker.phase : "dead ✗",
+      worker.job === null ? "" : `job ${worker.job}`, seconds(worker.seconds_left)];
+    texts.forEach((text, index) => { cells[index].textContent = text; });
+    const action = worker.alive ? "Kill" : "Restart";
+    button.dataset.action = action.toLowerCase();
+    button.textContent = action;
+    button.setAttribute("aria-label", `${action} ${worker.name}`);
+    return row;
+  }
+
   function draw(state) {
     clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s · no dice`;
-    workers.replaceChildren(...state.workers.map((worker) => el("tr", {},
-      el("th", { scope: "row" }, worker.name),
-      el("td", {}, worker.alive ? worker.phase : "dead ✗"),
-      el("td", {}, worker.job === null ? "" : `job ${worker.job}`),
-      el("td", {}, seconds(worker.seconds_left)),
-      el("td", {}, worker.alive
-        ? el("button", { type: "button", "aria-label": `Kill ${worker.name}`,
-          onclick: () => act("kill", worker.index) }, "Kill")
-        : el("button", { type: "button", "aria-label": `Restart ${worker.name}`,
-          onclick: () => act("restart", worker.index) }, "Restart")))));
+    const shown = state.workers.map(workerRow);
+    if (shown.length !== workers.children.length
+        || shown.some((row, index) => workers.children[index] !== row)) {
+      workers.replaceChildren(...shown);
+    }
     jobs.replaceChildren(...state.jobs.map((job) => el("tr", {},
       el("th", { scope: "row" }, String(job.id)), el("td", {}, job.address),
       el("td", {}, job.status), el("td", {}, String(job.attempts)),
