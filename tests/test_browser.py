@@ -229,6 +229,21 @@ def test_the_race_stepper_by_keyboard_alone(watched, site_url):
     assert watched.problems == []
 
 
+def test_a_speed_chosen_while_playing_applies_at_once(watched, site_url):
+    """On the page's own clock, held still: Play at 1× (a step every 700 ms),
+    then 3× (every 233 ms). The first step comes within 300 ms."""
+    watched.clock.install()
+    sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race")
+    watched.clock.pause_at(watched.evaluate("Date.now()") + 10)
+    said = sim.locator("[aria-live]")
+    before = said.inner_text()                   # neither worker has started
+    sim.get_by_role("button", name="Play a random order").click()
+    sim.get_by_label("Speed").select_option("3")
+    watched.clock.run_for(300)
+    expect(said, "a step within 300 ms").not_to_have_text(before)
+    assert watched.problems == []
+
+
 def test_the_race_steppers_two_claims_are_one_choice(watched, site_url):
     """The claims are one group of radio buttons: one tab stop, the arrow
     keys move the choice, and choosing either, in any order, takes effect."""

@@ -23,18 +23,23 @@ export function taskList(tasks) {
 }
 
 // Play and Pause on one button: calls step() every interval() milliseconds
-// until finished() says so or the reader presses it again. A tick that comes
-// while the last step is still being answered is skipped, so that steps
-// never pile up behind a slow Python.
+// until finished() says so or the reader presses it again. interval() is
+// asked at every tick, so a new speed applies at once. A step is never
+// started while the last is still being answered, so that steps never pile
+// up behind a slow Python.
+const TICK_MS = 50;
+
 export function player(button, interval, step, finished = () => false) {
   const label = button.textContent;
   let timer = null;
   let stepping = null;
+  let lastStep = 0;
 
   function tick() {
     if (finished()) {
       stop();
-    } else if (!stepping) {
+    } else if (!stepping && performance.now() - lastStep >= interval()) {
+      lastStep = performance.now();
       stepping = Promise.resolve(step()).finally(() => { stepping = null; });
     }
   }
@@ -47,7 +52,8 @@ export function player(button, interval, step, finished = () => false) {
   }
 
   function start() {
-    timer = setInterval(tick, interval());
+    lastStep = performance.now();
+    timer = setInterval(tick, TICK_MS);
     button.textContent = "Pause";
     button.setAttribute("aria-pressed", "true");
   }
