@@ -442,6 +442,8 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
     expect(task_done(sim, "key-not-enough")).to_have_class("done")
     sim.get_by_role("button", name="Show every crash and protection").click()
     matrix = sim.locator(".sim-matrix table")
+    expect(matrix.locator("thead th")).to_have_text(
+        ["Crash", "no protection", "idempotency key", "one transaction", "ack first"])
     expect(matrix.locator("tbody tr")).to_have_count(7)
     expect(matrix.locator("tr", has_text="inside the open transaction")).to_contain_text(
         "✓ exactly once (1 effect)")

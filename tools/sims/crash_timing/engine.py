@@ -71,6 +71,10 @@ PROTECTIONS = {
     "ack-first": "acknowledge first, then add the points: at most once",
 }
 
+# What the page's matrix calls each protection, in a column's heading.
+NAMES = {"none": "no protection", "key": "idempotency key", "transaction": "one transaction",
+         "ack-first": "ack first"}
+
 # The matrix's rows, in the order a job's life passes them.
 CRASHES = {
     "none": "no crash",
@@ -491,7 +495,8 @@ class CrashTiming:
                 cells[crash][protection] = {"outcome": result["outcome"],
                                             "effects": result["effects"]}
         return {"rows": [{"id": key, "label": label} for key, label in CRASHES.items()],
-                "columns": [{"id": key, "label": label} for key, label in PROTECTIONS.items()],
+                "columns": [{"id": key, "name": NAMES[key], "label": label}
+                            for key, label in PROTECTIONS.items()],
                 "cells": cells}
 
     def state(self):

@@ -106,7 +106,7 @@ export default function crashTiming(body, { act, announce }) {
       return;
     }
     const header = el("tr", {}, el("th", { scope: "col" }, "Crash"),
-      ...result.columns.map((column) => el("th", { scope: "col" }, column.id)));
+      ...result.columns.map((column) => el("th", { scope: "col" }, column.name)));
     const rows = result.rows.map((row) => el("tr", {},
       el("th", { scope: "row" }, row.label),
       ...result.columns.map((column) => {
