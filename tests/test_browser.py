@@ -437,16 +437,26 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
     expect(task_done(sim, "duplicate")).to_have_class("done")
     expect(run("ack-first", "between-ack-and-effect")).to_have_text("Outcome: ✗ lost (0 effects)")
     expect(task_done(sim, "lost")).to_have_class("done")
-    expect(run("key", "between-effect-and-key")).to_contain_text("duplicate")
+    expect(run("key-apart", "between-effect-and-key")).to_contain_text("duplicate")
     expect(run("transaction", "between-effect-and-key")).to_contain_text("exactly once")
+    expect(sim.get_by_label("Crash")).to_have_accessible_description(
+        re.compile("inside the job's transaction"))
     expect(task_done(sim, "key-not-enough")).to_have_class("done")
     sim.get_by_role("button", name="Show every crash and protection").click()
     matrix = sim.locator(".sim-matrix table")
     expect(matrix.locator("thead th")).to_have_text(
-        ["Crash", "no protection", "idempotency key", "one transaction", "ack first"])
+        ["Crash", "no protection", "idempotency key", "key recorded apart", "one transaction",
+         "ack first"])
     expect(matrix.locator("tbody tr")).to_have_count(7)
     expect(matrix.locator("tr", has_text="inside the open transaction")).to_contain_text(
         "✓ exactly once (1 effect)")
+    rows = matrix.locator("tbody th").all_text_contents()
+    for protection in ("none", "key", "key-apart", "transaction", "ack-first"):
+        sim.get_by_label("Protection").select_option(protection)
+        expect(sim.get_by_label("Protection")).to_have_value(protection)
+        answered(sim)
+        offered = sim.get_by_label("Crash").locator("option").all_text_contents()
+        assert set(offered) <= set(rows), (protection, offered)   # the matrix's own words
     assert watched.problems == []
 
 

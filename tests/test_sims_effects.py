@@ -30,15 +30,15 @@ def tasks(state):
 # ---- crash timing: the matrix the chapters claim
 
 ONCE, DUP, LOST, NA = ("exactly once", 1), ("duplicate", 2), ("lost", 0), ("n/a", None)
-COLUMNS = ("none", "key", "transaction", "ack-first")
+COLUMNS = ("none", "key", "key-apart", "transaction", "ack-first")
 EXPECTED = {                    # crash point: the outcome under each protection, in COLUMNS order
-    "none":                   (ONCE, ONCE, ONCE, ONCE),
-    "after-claim":            (ONCE, ONCE, ONCE, ONCE),
-    "between-ack-and-effect": (NA, NA, NA, LOST),
-    "between-effect-and-key": (NA, DUP, ONCE, NA),
-    "after-effect":           (DUP, ONCE, NA, ONCE),
-    "in-transaction":         (NA, NA, ONCE, NA),
-    "after-ack":              (ONCE, ONCE, ONCE, NA),
+    "none":                   (ONCE, ONCE, ONCE, ONCE, ONCE),
+    "after-claim":            (ONCE, ONCE, ONCE, ONCE, ONCE),
+    "between-ack-and-effect": (NA, NA, NA, NA, LOST),
+    "between-effect-and-key": (NA, NA, DUP, ONCE, NA),
+    "after-effect":           (DUP, ONCE, ONCE, NA, ONCE),
+    "in-transaction":         (NA, NA, NA, ONCE, NA),
+    "after-ack":              (ONCE, ONCE, ONCE, ONCE, NA),
 }
 
 
@@ -89,7 +89,7 @@ def test_recording_the_key_in_the_same_transaction_saves_the_by_hand_cell(monkey
         db.execute("COMMIT")
 
     monkeypatch.setattr(crash_timing, "points_keyed_by_hand", keyed_atomically)
-    assert crash_timing.play("key", "between-effect-and-key")["outcome"] == "exactly once"
+    assert crash_timing.play("key-apart", "between-effect-and-key")["outcome"] == "exactly once"
 
 
 def test_without_the_transaction_a_crash_inside_it_duplicates_the_points(monkeypatch):
@@ -153,14 +153,30 @@ def test_each_protection_offers_its_own_moments_in_its_own_order():
                for protection in COLUMNS}
     assert moments == {
         "none": ["none", "after-claim", "after-effect", "after-ack"],
-        "key": ["none", "after-claim", "between-effect-and-key", "after-effect", "after-ack"],
+        "key": ["none", "after-claim", "after-effect", "after-ack"],
+        "key-apart": ["none", "after-claim", "between-effect-and-key", "after-effect",
+                      "after-ack"],
         "transaction": ["none", "after-claim", "between-effect-and-key", "in-transaction",
                         "after-ack"],
         "ack-first": ["none", "after-claim", "between-ack-and-effect", "after-effect"],
     }
-    labels = {point["id"]: point["label"] for point in sim.crash_points("ack-first")}
-    assert labels["after-claim"] == "after the claim, before the ack"
-    assert labels["after-effect"] == "after the effect, its last step"
+    details = {point["id"]: point["detail"] for point in sim.crash_points("ack-first")}
+    assert details["after-claim"] == "after the claim, before the ack"
+    assert details["after-effect"] == "after the effect, its last step"
+
+
+def test_the_choices_name_each_moment_as_the_matrix_does(matrix):
+    """The list of moments and the matrix's rows say the same words for the
+    same moment; what the moment is in one protection's code is its detail."""
+    rows = {row["id"]: row["label"] for row in matrix["rows"]}
+    sim = CrashTiming()
+    for protection in COLUMNS:
+        for point in sim.crash_points(protection):
+            assert point["label"] == rows[point["id"]], (protection, point)
+    details = {protection: {point["id"]: point["detail"] for point in sim.crash_points(protection)}
+               for protection in ("key-apart", "transaction")}
+    assert "records their key in a step of its own" in details["key-apart"]["between-effect-and-key"]
+    assert "inside the job's transaction" in details["transaction"]["between-effect-and-key"]
 
 
 def test_choose_keeps_what_applies_and_refuses_what_does_not():
@@ -171,11 +187,11 @@ def test_choose_keeps_what_applies_and_refuses_what_does_not():
     assert (sim.protection, sim.crash) == ("transaction", "none")
     with pytest.raises(ValueError, match="has no moment 'after-effect'"):
         sim.choose(crash="after-effect")
-    sim.choose("key", "between-effect-and-key")
+    sim.choose("key-apart", "between-effect-and-key")
     sim.choose("transaction", "between-effect-and-key")  # both have it: kept
     assert sim.crash == "between-effect-and-key"
-    sim.choose("none", "between-effect-and-key")         # a new protection without it
-    assert (sim.protection, sim.crash) == ("none", "none")
+    sim.choose("key", "between-effect-and-key")          # a new protection without it
+    assert (sim.protection, sim.crash) == ("key", "none")
     for bad in [lambda: sim.choose(protection="hope"), lambda: sim.choose(crash="later"),
                 lambda: CrashTiming("none", "in-transaction")]:
         with pytest.raises(ValueError):
@@ -200,7 +216,7 @@ def test_choosing_clears_the_last_run():
 def test_crash_timing_tasks_tick_exactly_when_earned():
     sim = CrashTiming()
     assert not any(tasks(sim.state()).values())
-    sim.choose("key", "between-effect-and-key")
+    sim.choose("key-apart", "between-effect-and-key")
     sim.run()
     assert tasks(sim.state()) == {"duplicate": True, "lost": False, "key-not-enough": False}
     sim.choose("transaction", "in-transaction")          # another moment: not the same one
@@ -680,13 +696,15 @@ def test_api_round_trip_for_the_o7_story(instances):
 def test_the_crash_timing_program_prints_the_matrix_aligned():
     lines = run_program("crash-timing").splitlines()
     header = next(line for line in lines if line.startswith("crash point"))
-    starts = [header.index(column) for column in COLUMNS]
+    starts = [header.index(crash_timing.NAMES[column] + " ") for column in COLUMNS[:-1]]
+    starts.append(header.index(crash_timing.NAMES[COLUMNS[-1]]))
+    assert starts == sorted(starts)
     row = next(line for line in lines if line.startswith("after the effect  "))
     assert [row[start:].split("  ")[0] for start in starts] == [
-        "duplicate (2)", "exactly once (1)", "n/a", "exactly once (1)"]
+        "duplicate (2)", "exactly once (1)", "exactly once (1)", "n/a", "exactly once (1)"]
     row = next(line for line in lines if line.startswith("after the effect, before its key"))
     assert [row[start:].split("  ")[0] for start in starts] == [
-        "n/a", "duplicate (2)", "exactly once (1)", "n/a"]
+        "n/a", "n/a", "duplicate (2)", "exactly once (1)", "n/a"]
 
 
 def test_the_payment_program_prints_the_run():

@@ -10,6 +10,9 @@ the reader picks how the effect is protected:
                  service (one more service of the capstone's world.py) adds
                  the points and records the key in one statement, so a
                  repeat adds nothing
+    key-apart    the mistake Chapter 8's second rule forbids: the points go
+                 to the queue's own database, and the worker records their
+                 key afterwards, in a step of its own
     transaction  the points are a write to the queue's own database inside
                  job.complete(): they commit together with the job's `done`
     ack-first    the job is acknowledged first, then the points are added
@@ -36,12 +39,14 @@ its effect is its last step; it has no after-ack moment of its own. The
 transaction has no after-effect moment: its effect and its ack commit
 together, and in-transaction is the crash just before that commit.
 
-One moment stands apart: "between-effect-and-key", after the effect and
-before its key is recorded. It only exists where the key is recorded in a
-step of its own, so choosing it with the key protection runs that variant:
-the points go to the queue's own database and the worker records the key
-afterwards, by hand (the mistake Chapter 8's second rule forbids). The
-transaction protection passes the same moment inside its transaction.
+One moment, "between-effect-and-key", after the effect and before its key
+is recorded, exists only where the key is recorded in a step of its own:
+key-apart has it, and the transaction passes the same moment inside its
+transaction. The key protection does not: its service records the key in
+the statement that adds the points.
+
+Each moment has one name, the matrix row's, and a detail: what it is in the
+chosen protection's code.
 
 Run it in a terminal (every crash point against every protection):
     python3 -m tools.sims crash-timing
@@ -66,14 +71,16 @@ PROTECTIONS = {
     "none": "no protection: the points are added with no key, then the job is acknowledged",
     "key": "an idempotency key made from the job: the loyalty service looks it up, "
            "adds the points and records the key in one atomic step",
+    "key-apart": "a key recorded apart: the points go to the queue's own database, then the "
+                 "worker records their key in a step of its own",
     "transaction": "the points are written to the queue's own database inside "
                    "job.complete(), and commit together with the job's done",
     "ack-first": "acknowledge first, then add the points: at most once",
 }
 
 # What the page's matrix calls each protection, in a column's heading.
-NAMES = {"none": "no protection", "key": "idempotency key", "transaction": "one transaction",
-         "ack-first": "ack first"}
+NAMES = {"none": "no protection", "key": "idempotency key", "key-apart": "key recorded apart",
+         "transaction": "one transaction", "ack-first": "ack first"}
 
 # The matrix's rows, in the order a job's life passes them.
 CRASHES = {
@@ -89,7 +96,7 @@ CRASHES = {
 TASKS = {
     "duplicate": "make a crash send the effect twice",
     "lost": "make a crash lose the job's effect",
-    "key-not-enough": "find a crash point where the key does not save you "
+    "key-not-enough": "find a crash point where a key recorded apart does not save you "
                       "but the transaction does",
 }
 
@@ -106,7 +113,7 @@ CREATE TABLE awards (
 """
 
 # Points in the queue's own database: written inside job.complete() by the
-# transaction protection, or by the by-hand variant with its own key table.
+# transaction protection, or by key-apart with its own key table.
 EFFECT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS points (
     id      INTEGER PRIMARY KEY,
@@ -230,22 +237,20 @@ class Worker:
     # ---- the handlers, one per protection
 
     def handle_none(self, job):
-        self.effect_then_ack(job, key=None)
+        self.effect_then_ack(job, None, self.effect)
 
     def handle_key(self, job):
-        self.effect_then_ack(job, key=job_key(job))
+        self.effect_then_ack(job, job_key(job), self.effect)
 
-    def effect_then_ack(self, job, key):
+    def handle_key_apart(self, job):
+        self.effect_then_ack(job, job_key(job), self.points_apart)
+
+    def effect_then_ack(self, job, key, effect):
         self.claimed(job)
         self.moment("after-claim", "after the claim, before the effect")
-        if self.story.keys_by_hand:
-            self.story.tick()
-            points_keyed_by_hand(self.queue.db, job, self.name, key, self.moment,
-                                 lambda what: self.log(what, "effect"))
-        else:
-            self.effect(job, key)
+        effect(job, key)
         self.moment("after-effect", "after the effect, before the ack" if key is None else
-                    "after the effect (its key recorded with it), before the ack")
+                    "after the effect (its key recorded too), before the ack")
         self.ack(job)
         self.moment("after-ack", "after the ack")
 
@@ -290,6 +295,11 @@ class Worker:
                else "it had seen the key and added nothing")
         self.log(f"asked the loyalty service for {POINTS} points {sent}: {did}", "effect")
 
+    def points_apart(self, job, key):
+        self.story.tick()
+        points_keyed_by_hand(self.queue.db, job, self.name, key, self.moment,
+                             lambda what: self.log(what, "effect"))
+
     def ack(self, job):
         self.story.tick()
         with job.complete():
@@ -298,12 +308,6 @@ class Worker:
 
 
 # ---- one run of the story
-
-def keyed_by_hand(protection, crash):
-    """Whether this choice runs the key protection's by-hand variant: the
-    only moment that exists only when it is chosen."""
-    return protection == "key" and crash == "between-effect-and-key"
-
 
 class Story:
     """A fresh queue and loyalty service, one job, the crash, the recovery.
@@ -315,7 +319,6 @@ class Story:
         self.protection = protection
         self.crash = crash
         self.survey = survey
-        self.keys_by_hand = keyed_by_hand(protection, crash)
         self.passed = {}                       # moment -> its label, in the order passed
         self.now = 0.0
         self.timeline = []
@@ -415,17 +418,12 @@ def play(protection, crash):
 
 def moments(protection):
     """The moments this protection's code passes, in the order of a job's
-    life, with what each one is in that code: found by running the job
-    without a crash, once for each variant of the code a choice selects."""
-    passed = {}                                # variant -> {moment: label}
-    found = [{"id": "none", "label": CRASHES["none"]}]
-    for crash in list(CRASHES)[1:]:
-        variant = keyed_by_hand(protection, crash)
-        if variant not in passed:
-            passed[variant] = Story(protection, crash, survey=True).play()["passed"]
-        if crash in passed[variant]:
-            found.append({"id": crash, "label": passed[variant][crash]})
-    return found
+    life: each with the matrix row's name, and its detail, what it is in
+    that code. Found by running the job once without a crash."""
+    passed = Story(protection, "none", survey=True).play()["passed"]
+    passed["none"] = "the job runs to the end"
+    return [{"id": crash, "label": label, "detail": passed[crash]}
+            for crash, label in CRASHES.items() if crash in passed]
 
 
 def check(name, value, known):
@@ -481,7 +479,7 @@ class CrashTiming:
         self.seen[(self.protection, self.crash)] = outcome
         if outcome in ("duplicate", "lost"):
             self.earned.add(outcome)
-        if any(self.seen.get(("key", crash)) == "duplicate"
+        if any(self.seen.get(("key-apart", crash)) == "duplicate"
                and self.seen.get(("transaction", crash)) == "exactly once" for crash in CRASHES):
             self.earned.add("key-not-enough")
         return outcome
@@ -529,11 +527,11 @@ def say_cell(cell):
 
 
 def print_matrix(matrix):
-    columns = [column["id"] for column in matrix["columns"]]
-    table = [["crash point"] + columns]
+    columns = matrix["columns"]
+    table = [["crash point"] + [column["name"] for column in columns]]
     for row in matrix["rows"]:
         cells = matrix["cells"][row["id"]]
-        table.append([row["label"]] + [say_cell(cells[column]) for column in columns])
+        table.append([row["label"]] + [say_cell(cells[column["id"]]) for column in columns])
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     for number, line in enumerate(table):
         print("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip())
@@ -550,9 +548,10 @@ def main(argv=None):
           f"brackets is how many times the points were added.\n")
     print_matrix(CrashTiming().matrix())
     print("\nThe row \"after the effect, before its key is recorded\" exists only where the "
-          "key is recorded\nin a step of its own: the worker adds the points in our own "
-          "database, then records the key.\nThe transaction writes the same points inside the "
-          "job's transaction: they commit with the ack.")
+          "key is recorded\nin a step of its own: with \"key recorded apart\", the worker adds "
+          "the points in our own\ndatabase, then records their key. The idempotency key's "
+          "service records its key in the\nstatement that adds the points. The transaction "
+          "writes the points inside the job's\ntransaction: they commit with the ack.")
 
 
 if __name__ == "__main__":

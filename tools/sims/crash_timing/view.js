@@ -21,10 +21,14 @@ export default function crashTiming(body, { act, announce }) {
   let state = null;
   let shown = 0;                       // timeline steps revealed so far
   const protection = el("select", { id: "ct-protection", onchange: () => choose() });
-  const crash = el("select", { id: "ct-crash", onchange: () => choose() });
+  const crash = el("select", { id: "ct-crash", "aria-describedby": "ct-detail",
+    onchange: () => choose() });
   const play = el("button", { type: "button" }, "Play");
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "3" }, "3×"));
+  // What the chosen moment is in the chosen protection's code: the list and
+  // the matrix name a moment the same way, whatever protection passes it.
+  const detail = el("p", { class: "sim-status", id: "ct-detail" });
   const timeline = el("ol", { class: "sim-events" });
   const outcome = el("p", { class: "sim-result", "aria-live": "off" });
   const matrix = el("div", { class: "sim-matrix" });
@@ -41,6 +45,7 @@ export default function crashTiming(body, { act, announce }) {
       el("button", { type: "button", onclick: showMatrix },
         "Show every crash and protection"),
       el("span", { class: "sim-clock" }, "no dice: the same choice always runs the same way")),
+    detail,
     el("div", { class: "sim-panels" },
       el("section", { class: "wide" },
         el("h3", {}, "What happened"), timeline, outcome)),
@@ -123,6 +128,8 @@ export default function crashTiming(body, { act, announce }) {
     state = newState;
     options(protection, state.protections, state.protection);
     options(crash, state.crash_points, state.crash);
+    const point = state.crash_points.find((item) => item.id === state.crash);
+    detail.textContent = `In this protection's code: ${point.detail}.`;
     tasks.replaceChildren(taskList(state.tasks));
     if (shown > state.timeline.length || !state.outcome) {
       shown = 0;
