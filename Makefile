@@ -5,6 +5,7 @@
 # make grade CLASS=folder grade every learner's folder inside folder: a table, and a
 #                         report per learner (EXERCISE=file: only that exercise)
 # make mutations          grade every classic mistake of tests/mutations.py (slow)
+# make soak               run every test 5 times beside 4 CPU hogs (RUNS=, HOGS=): never flaky
 # make bench              print build, page-weight and queue numbers (no pass/fail)
 # make clean              remove the virtualenv, node_modules and caches
 
@@ -31,7 +32,7 @@ else
 CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) chromium
 endif
 
-.PHONY: site serve check mutations grade bench clean chromium
+.PHONY: site serve check mutations soak grade bench clean chromium
 
 site: $(INSTALLED) $(NODE_INSTALLED)
 	$(VENV)/bin/python tools/build.py
@@ -45,6 +46,11 @@ check: $(CHECK_NEEDS)
 
 mutations: $(INSTALLED)
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m mutations tests/test_mutations.py
+
+RUNS ?= 5
+HOGS ?= 4
+soak: $(INSTALLED) $(NODE_INSTALLED) chromium
+	$(VENV)/bin/python tools/soak.py --runs $(RUNS) --hogs $(HOGS) --workers $(TEST_WORKERS)
 
 # Quiet: progress on stderr, the table on stdout, nothing echoed. When a
 # learner did not pass everything, grade.py exits 1 and GNU make adds its one
