@@ -285,6 +285,65 @@ def test_a_started_simulation_has_the_focus_and_no_fallback_text(watched, site_u
     assert watched.problems == []
 
 
+def python_requests(page):
+    """The URLs of what the page has fetched of Python, in order: Pyodide's
+    files and the course's code (a dedicated worker's requests are the page's)."""
+    fetched = []
+    page.on("request", lambda request: ("/pyodide/" in request.url
+                                        or request.url.endswith("/course.zip"))
+            and fetched.append(request.url))
+    return fetched
+
+
+def test_python_starts_loading_when_a_simulation_comes_near(watched, site_url):
+    """Python is not fetched while the reader is far from any simulation; it
+    starts loading, before any click, once one is within a screen of the view."""
+    fetched = python_requests(watched)
+    watched.goto(f"{site_url}/{CHAPTER_8}")
+    watched.wait_for_load_state("networkidle")
+    assert fetched == [], "Python was fetched with no simulation near the view"
+    sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
+    with watched.expect_request("**/pyodide.asm.wasm", timeout=BOOT_SECONDS * 1000):
+        sim.scroll_into_view_if_needed()
+    sim.get_by_role("button", name="Start the simulation").click()
+    expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+    assert watched.problems == []
+
+
+def test_python_waits_for_start_when_the_browser_saves_data(watched, site_url):
+    """With Save-Data on, nothing of Python is fetched until Start."""
+    watched.add_init_script("""Object.defineProperty(Navigator.prototype, "connection",
+        { get: () => ({ saveData: true }) });""")
+    fetched = python_requests(watched)
+    watched.goto(f"{site_url}/{CHAPTER_8}")
+    sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
+    sim.scroll_into_view_if_needed()
+    watched.wait_for_load_state("networkidle")
+    watched.evaluate("() => new Promise((done) => requestAnimationFrame(() => "
+                     "requestAnimationFrame(done)))")   # the observer has had its turn
+    watched.wait_for_load_state("networkidle")
+    assert fetched == []
+    sim.get_by_role("button", name="Start the simulation").click()
+    expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+    assert any(url.endswith("/pyodide.asm.wasm") for url in fetched)
+    assert watched.problems == []
+
+
+def test_the_start_control_says_how_much_python_downloads(watched, site_url):
+    """The size beside Start is what starting Python fetches, to a tenth of a MB."""
+    responses = []
+    watched.on("response", lambda response: ("/pyodide/" in response.url
+                                             or response.url.endswith("/course.zip"))
+               and responses.append(response))
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    said = watched.locator("#" + sim.locator(".sim-start").get_attribute("aria-describedby"))
+    megabytes = float(re.fullmatch(r"It runs Python in your browser: a download of "
+                                   r"([\d.]+) MB\.", said.text_content()).group(1))
+    fetched = {response.url: len(response.body()) for response in responses}
+    assert round(sum(fetched.values()) / 1e6, 1) == megabytes, sorted(fetched)
+    assert watched.problems == []
+
+
 def test_the_killable_queues_buttons_stay_put_while_the_clock_moves(watched, site_url):
     """The Kill button a reader is on is the same button after every redraw:
     a click made while the clock moves is not lost with a replaced button,
@@ -433,8 +492,12 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
         sim.get_by_role("button", name="Show all").click()
         return sim.locator(".sim-result")
 
+    status = sim.get_by_role("status")       # says what to try, and each task done
+    expect(status).to_have_text("Try first: make a crash send the effect twice.")
     expect(run("none", "after-effect")).to_have_text("Outcome: ⚠ duplicate (2 effects)")
     expect(task_done(sim, "duplicate")).to_have_class("done")
+    expect(status).to_have_text("Done: make a crash send the effect twice. "
+                                "Next: make a crash lose the job's effect.")
     expect(run("ack-first", "between-ack-and-effect")).to_have_text("Outcome: ✗ lost (0 effects)")
     expect(task_done(sim, "lost")).to_have_class("done")
     expect(run("key-apart", "between-effect-and-key")).to_contain_text("duplicate")
@@ -442,6 +505,8 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
     expect(sim.get_by_label("Crash")).to_have_accessible_description(
         re.compile("inside the job's transaction"))
     expect(task_done(sim, "key-not-enough")).to_have_class("done")
+    expect(status).to_have_text(re.compile(r"^Done: find a crash point .* the transaction "
+                                           r"does\. That was the last task\.$"))
     sim.get_by_role("button", name="Show every crash and protection").click()
     matrix = sim.locator(".sim-matrix table")
     expect(matrix.locator("thead th")).to_have_text(

@@ -61,11 +61,11 @@ def main(argv=None):
                 pool.submit(make_epub, pandoc, markdown, tmp),
                 pool.submit(make_pdf, pandoc, markdown, tmp)]
             book = render(pandoc, markdown, origin, guide)
-            write_pages(book, staging)
             copy_static(staging)
             copy_sim_pages(staging / "static" / "sims")
             copy_pyodide(staging / "pyodide")
             write_sim_archive(staging / "static" / "sims" / "course.zip")
+            write_pages(book, staging, python_download(staging))
             (staging / "guide.md").write_text(markdown, encoding="utf-8")
             for extra in extras:
                 shutil.move(extra.result(), staging)
@@ -172,15 +172,23 @@ def line_of(text, needle):
     return 1
 
 
-def write_pages(book, staging):
+def python_download(staging):
+    """What starting a simulation downloads, as the Start control says it:
+    Pyodide (all but its licence) and the course's code, in megabytes."""
+    files = [staging / "pyodide" / name for name in PYODIDE_FILES if name != "package.json"]
+    files.append(staging / "static" / "sims" / "course.zip")
+    return f"{sum(file.stat().st_size for file in files) / 1e6:.1f} MB"
+
+
+def write_pages(book, staging, download):
     import jinja2
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TOOLS / "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     page = env.get_template("page.html")
     chapters = book["chapters"]
-    common = dict(title=book["title"], subtitle=book["subtitle"], chapters=chapters)
-    staging.mkdir(parents=True)
+    common = dict(title=book["title"], subtitle=book["subtitle"], chapters=chapters,
+                  download=download)
     for number, chapter in enumerate(chapters):
         write(staging / chapter["file"], page.render(
             common, current=chapter, body=chapter["html"], sims=has_sims(chapter["html"]),

@@ -15,8 +15,9 @@
   of code/capstone/chaos.py (at most 3 s). make bench installs huey and
   litequeue from requirements-bench.txt;
 - simulations (tools/bench/sims.py): click to interactive against a bare
-  Pyodide boot in Chromium (at most 1.3 times), and main-thread blocking
-  while a simulation starts (none).
+  Pyodide boot in Chromium, cold (at most 0.8 times) and warm (Start 3 s
+  after the simulation came into view: at most 0.3 s), and main-thread
+  blocking while a simulation starts (none).
 """
 import collections
 import gzip

@@ -7,7 +7,11 @@ In Debian's Chromium, driven by Playwright, against the site just built:
   making the engine's first state;
 - a bare Pyodide boot: a module worker on the same page that only calls
   loadPyodide(), the least any simulation could cost. The goal is click to
-  interactive at most 1.3 times this;
+  interactive, cold (nothing loaded before the click), at most 0.8 times
+  this;
+- warm: the simulation scrolled into view, Start clicked 3 s later (Python
+  starts loading when a simulation comes near the view). Goal: at most
+  0.3 s from the click to ready;
 - main-thread blocking while the simulation starts: the long tasks (over
   50 ms) the browser reports between the click and ready. The goal is none.
 Each is the median of RUNS runs, alternating, each on a fresh page (so a
@@ -35,6 +39,8 @@ BARE_BOOT = """async () => {
   worker.terminate();
   return performance.now() - started;
 }"""
+
+WARM_UP_SECONDS = 3
 
 CLICK_TO_READY = """() => new Promise((resolve) => {
   const sim = document.querySelector('.sim-mount[data-sim="race"]');
@@ -64,8 +70,14 @@ def serve(folder):
     return server
 
 
+def click_to_ready(page):
+    """Seconds from the click to ready, and seconds of long tasks meanwhile."""
+    result = page.evaluate(CLICK_TO_READY)
+    return result["ms"] / 1000, sum(result["blocked"]) / 1000
+
+
 def measure(site_url):
-    bare, ready, blocked = [], [], []
+    bare, ready, warm, blocked = [], [], [], []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         # The bare boot's worker comes from a blob, which the site's CSP
@@ -78,24 +90,33 @@ def measure(site_url):
             page.close()
             page = context.new_page()
             page.goto(f"{site_url}/{CHAPTER}")
-            result = page.evaluate(CLICK_TO_READY)
-            ready.append(result["ms"] / 1000)
-            blocked.append(sum(result["blocked"]) / 1000)
+            seconds, long_tasks = click_to_ready(page)   # not scrolled to: cold
+            ready.append(seconds)
+            blocked.append(long_tasks)
+            page.close()
+            page = context.new_page()
+            page.goto(f"{site_url}/{CHAPTER}")
+            page.locator('.sim-mount[data-sim="race"]').scroll_into_view_if_needed()
+            page.wait_for_timeout(WARM_UP_SECONDS * 1000)   # a reader reading
+            warm.append(click_to_ready(page)[0])
             page.close()
         browser.close()
-    return statistics.median(bare), statistics.median(ready), max(blocked)
+    return (statistics.median(bare), statistics.median(ready), statistics.median(warm),
+            max(blocked))
 
 
 def main(site):
     server = serve(site)
     try:
-        bare, ready, blocked = measure(f"http://127.0.0.1:{server.server_port}")
+        bare, ready, warm, blocked = measure(f"http://127.0.0.1:{server.server_port}")
     finally:
         server.shutdown()
         server.server_close()
     print(f"simulations in Chromium, median of {RUNS} runs (race stepper, {CHAPTER}):")
     print(f"  bare Pyodide boot in a module worker        {bare:6.2f} s")
-    print(f"  click to interactive                         {ready:6.2f} s"
-          f"   {ready / bare:4.2f}x bare (goal: at most 1.3x)")
+    print(f"  click to interactive, cold                   {ready:6.2f} s"
+          f"   {ready / bare:4.2f}x bare (goal: at most 0.8x)")
+    print(f"  click to interactive, warm (Start {WARM_UP_SECONDS} s after "
+          f"the simulation came into view)   {warm:6.2f} s   (goal: at most 0.3 s)")
     print(f"  main thread blocked meanwhile (long tasks)   {blocked:6.2f} s"
           "   the worst run (goal: none)")

@@ -1,12 +1,16 @@
 // The simulations: each `.sim-mount[data-sim]` the build leaves in a page
 // becomes a start button. Starting one boots Python (once per page) and
 // draws the simulation from the state its Python engine reports after
-// every action. Everything runs in the reader's browser.
+// every action. Everything runs in the reader's browser. Python starts
+// loading early, when a simulation is about to scroll into view, so that
+// Start is quick.
 
-import { call, stop } from "./runtime.js";
+import { call, ready, stop } from "./runtime.js";
 import { el } from "./dom.js";
 
 const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
+// What starting Python downloads, as the build measured it ("13.7 MB").
+const DOWNLOAD = document.querySelector('meta[name="sims-download"]')?.content;
 
 // A simulation's view is the default export of view.js in its folder: the
 // folder is the name with underscores for hyphens ("killable-queue" is
@@ -24,8 +28,11 @@ function mount(element, number) {
   const status = el("p", { class: "sim-status", role: "status" });
   const announcer = el("p", { class: "visually-hidden", "aria-live": "polite" });
   const body = el("div", { class: "sim-body", hidden: true });
-  const start = el("button", { type: "button", class: "sim-start" }, `Start the simulation`);
-  element.append(el("div", { class: "sim-bar" }, start, status), body, announcer);
+  const size = el("span", { class: "sim-size", id: `${instance}-download` },
+    `It runs Python in your browser: a download of ${DOWNLOAD}.`);
+  const start = el("button", { type: "button", class: "sim-start",
+    "aria-describedby": size.id }, "Start the simulation");
+  element.append(el("div", { class: "sim-bar" }, start, size, status), body, announcer);
   element.dataset.state = "idle";
   element.dataset.busy = "false";
   let view = null;
@@ -38,6 +45,30 @@ function mount(element, number) {
   function setState(state, message) {
     element.dataset.state = state;
     status.textContent = message;
+  }
+
+  // The status line says what to try first, and acknowledges each task as it
+  // is done, with the next one: said (and read out) only when that changes.
+  let done = null;             // the ids of the tasks done when last said
+  function guide(tasks) {
+    const now = tasks.filter((task) => task.done).map((task) => task.id);
+    if (done !== null && now.join() === done.join()) {
+      return;
+    }
+    const finished = tasks.filter((task) => task.done && !(done || []).includes(task.id));
+    const next = tasks.find((task) => !task.done);
+    const then = next ? `${finished.length ? "Next" : "Try first"}: ${next.text}.`
+      : "That was the last task.";
+    done = now;
+    setState("ready", finished.length
+      ? `Done: ${finished.map((task) => task.text).join("; ")}. ${then}` : then);
+  }
+
+  function draw(state) {
+    view.draw(state);
+    if (state.tasks) {
+      guide(state.tasks);
+    }
   }
 
   // One call to this simulation's engine; the view draws the state it returns.
@@ -63,7 +94,7 @@ function mount(element, number) {
         return null;
       }
       if (answer.state) {
-        view.draw(answer.state);
+        draw(answer.state);
       }
       return answer.result;
     } catch (error) {
@@ -92,7 +123,16 @@ function mount(element, number) {
 
   start.addEventListener("click", async () => {
     start.hidden = true;
-    setState("loading", "Starting Python in your browser (a few seconds the first time)…");
+    size.hidden = true;
+    setState("loading", `Starting Python in your browser (${DOWNLOAD})…`);
+    // Seconds waited so far, for the eyes only: a status read out every
+    // second would drown whatever else a screen reader says.
+    const began = performance.now();
+    const waited = el("span", { class: "sim-waited", "aria-hidden": "true" });
+    status.after(waited);
+    const counting = setInterval(() => {
+      waited.textContent = `${Math.round((performance.now() - began) / 1000)} s`;
+    }, 1000);
     body.replaceChildren();
     try {
       view = (await sim)(body, { act, announce });
@@ -101,8 +141,9 @@ function mount(element, number) {
         throw new Error(answer.error);
       }
       body.hidden = false;
-      view.draw(answer.state);
       setState("ready", "Ready.");
+      done = null;             // a new engine: its first task comes first
+      draw(answer.state);
       for (const fallback of element.parentElement.children) {
         fallback.hidden = fallback !== element;   // the text for readers without scripts
       }
@@ -111,8 +152,29 @@ function mount(element, number) {
       body.querySelector("button, input, select")?.focus();
     } catch (error) {
       failed(error);
+    } finally {
+      clearInterval(counting);
+      waited.remove();
     }
   });
 }
 
-document.querySelectorAll(".sim-mount[data-sim]").forEach(mount);
+// Python starts loading once any simulation is within a screen of the view,
+// unless the browser asks to save data: by the time the reader has read to
+// it and pressed Start, Python is usually ready.
+function warmUp(mounts) {
+  if (navigator.connection?.saveData || !mounts.length) {
+    return;
+  }
+  const near = new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) {
+      near.disconnect();
+      ready().catch(() => {});  // Start tries again, and says what went wrong
+    }
+  }, { rootMargin: "100% 0px" });
+  mounts.forEach((mount) => near.observe(mount));
+}
+
+const mounts = [...document.querySelectorAll(".sim-mount[data-sim]")];
+mounts.forEach(mount);
+warmUp(mounts);
