@@ -285,6 +285,50 @@ def test_a_started_simulation_has_the_focus_and_no_fallback_text(watched, site_u
     assert watched.problems == []
 
 
+# What each simulation is given to do before its layout is measured: enough
+# to fill its tables and code.
+FILL = {"killable-queue": ["Add a job", "Add a job", "Step to the next event"],
+        "race": ["Step worker 1"], "payment": ["Run all charges"],
+        "crash-timing": ["Run", "Show every crash and protection"]}
+
+OVERFLOWING = """(sim) => [...sim.querySelectorAll(".sim-scroll, .sim-code")]
+    .filter((box) => box.scrollWidth > box.clientWidth)
+    .map((box) => [box.className, box.previousElementSibling?.className,
+                   box.previousElementSibling?.hidden])"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_simulations_fit_or_say_they_scroll_sideways(browser, site_url, width):
+    """At 1280 px a simulation takes the room beside the reading column, and
+    nothing in it is cut (it used to lose the jobs table's last column); on a
+    phone, a table or code that has to scroll sideways says so above it. No
+    simulation is wider than the window, nor reaches under the contents."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto(f"{site_url}/all.html")
+    toc = page.locator("nav.toc, .toc").first.bounding_box() if width > 1000 else None
+    scrolled = 0
+    for name, moves in FILL.items():
+        sim = page.locator(f'.sim-mount[data-sim="{name}"]')
+        sim.get_by_role("button", name="Start the simulation").click()
+        expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+        for move in moves:
+            sim.get_by_role("button", name=move, exact=True).click()
+            answered(sim)
+        box = page.locator(f'.sim[data-sim="{name}"]').bounding_box()
+        assert 0 <= box["x"] and box["x"] + box["width"] <= width, (name, box)
+        overflowing = sim.evaluate(OVERFLOWING)
+        if width == 1280:
+            assert toc["x"] + toc["width"] <= box["x"], (name, box, toc)
+            assert overflowing == [], name
+        else:
+            assert all(note == "sim-sideways" and not hidden
+                       for _, note, hidden in overflowing), (name, overflowing)
+            scrolled += len(overflowing)
+    context.close()
+    assert width == 1280 or scrolled >= 3   # the jobs table, the race's code, the matrix
+
+
 def python_requests(page):
     """The URLs of what the page has fetched of Python, in order: Pyodide's
     files and the course's code (a dedicated worker's requests are the page's)."""

@@ -66,5 +66,18 @@ export function player(button, interval, step, finished = () => false) {
 // A table that may be wider than the page: it scrolls sideways, and can be
 // focused, so that a keyboard can scroll it too.
 export function scrolling(table) {
-  return el("div", { class: "sim-scroll", tabindex: "0" }, table);
+  const box = el("div", { class: "sim-scroll", tabindex: "0" }, table);
+  return el("div", {}, sideways(box, "table", table), box);
+}
+
+// A line that says so while box is too narrow for what it holds (on a phone,
+// say), so that nobody misses what is off to the side. content: what grows.
+export function sideways(box, what, content = box) {
+  const note = el("p", { class: "sim-sideways", hidden: true },
+    `This ${what} is wider than the page: scroll it sideways to see the rest.`);
+  const check = () => { note.hidden = box.scrollWidth <= box.clientWidth; };
+  const watch = new ResizeObserver(check);
+  watch.observe(box);
+  watch.observe(content);
+  return note;
 }

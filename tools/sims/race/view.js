@@ -2,7 +2,7 @@
 // statement at a time, in the order the reader chooses, on a real SQLite
 // table. "Try every interleaving" runs all orders and counts duplicates.
 
-import { el, player, scrolling, taskList } from "../dom.js";
+import { el, player, scrolling, sideways, taskList } from "../dom.js";
 
 const STEP_MS = 700;                  // one statement per step when playing
 
@@ -54,7 +54,8 @@ export default function race(body, { act, announce }) {
       seedShown),
     el("div", { class: "sim-panels" },
       el("section", { class: "wide" },
-        el("h3", {}, "Where each worker is: W1 and W2 mark the line each runs next"), code),
+        el("h3", {}, "Where each worker is: W1 and W2 mark the line each runs next"),
+        sideways(code, "code"), code),
       el("section", {}, el("h3", {}, "The jobs table"),
         scrolling(el("table", {}, el("thead", {}, el("tr", {},
           el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Worker"))), table))),
