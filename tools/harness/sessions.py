@@ -58,7 +58,7 @@ class Command:
     at: str = ""                 # "guide.md:LINE"
     label: str = ""              # "`$ TEXT`", and which one it is, for messages
     terminal: str = "1"
-    timings_vary: bool = False   # any time it prints matches (timings="vary")
+    timings: str = None          # "vary" or "late": see compare.close_timing
     process: "Process" = None
 
     @property
@@ -94,11 +94,12 @@ def read_edit(block):
 
 
 def read_timings(block):
-    """True when the block says its timings vary: timings="vary"."""
+    """What the block says of its timings: None, "vary" or "late"."""
     value = block.attributes.get("timings")
-    if value not in (None, "vary"):
-        raise TranscriptError(f'{block.where()}: timings="{value}" should be timings="vary"')
-    return value == "vary"
+    if value not in (None, "vary", "late"):
+        raise TranscriptError(f'{block.where()}: timings="{value}" should be timings="vary" '
+                              f'or timings="late"')
+    return value
 
 
 def read_timewarp(block):
@@ -205,7 +206,7 @@ class Session:
         elif count > 1:
             label += f" (command {number} of {count})"
         return Command(block.line + offset, text, at=block.where(offset), label=label,
-                       terminal=terminal, timings_vary=read_timings(block))
+                       terminal=terminal, timings=read_timings(block))
 
     def nothing_running(self, terminal):
         return f", and nothing runs in terminal {terminal} of session \"{self.name}\"" \
@@ -234,21 +235,21 @@ class Session:
     def wait_for_output(self, command, where):
         """Wait until the command has printed what the guide shows for it so far."""
         expected = list(command.expected)
-        vary = command.timings_vary
+        timings = command.timings
 
         def settled(lines, exited):      # no need to wait for more lines
-            return (exited or shows_so_far(expected, lines, vary)
-                    or not may_still_show(expected, lines, vary))
+            return (exited or shows_so_far(expected, lines, timings)
+                    or not may_still_show(expected, lines, timings))
 
         command.process.wait_until(settled, sandbox.SYNC_TIMEOUT)
         printed = command.process.printed()
-        if shows_so_far(expected, printed, vary):
+        if shows_so_far(expected, printed, timings):
             return
-        went_wrong = not may_still_show(expected, printed, vary)
+        went_wrong = not may_still_show(expected, printed, timings)
         if went_wrong:                   # let it finish, if it will, so the diff shows it all
             command.process.wait_until(lambda lines, exited: exited, EXIT_GRACE)
             printed = command.process.printed()
-        want, got, _ = compared(expected, printed, vary)
+        want, got, _ = compared(expected, printed, timings)
         if command.process.exited:
             raise printed_something_else(command, want, got)
         if went_wrong:
@@ -267,7 +268,7 @@ class Session:
                                   f"({sandbox.SYNC_TIMEOUT} s later); end it with ^C in the "
                                   f"transcript. Its last lines:\n{last_lines}")
         want, got, matches = compared(command.expected, command.process.printed(),
-                                      command.timings_vary)
+                                      command.timings)
         if not matches:
             raise printed_something_else(command, want, got)
 
