@@ -329,13 +329,17 @@ def test_the_simulations_fit_or_say_they_scroll_sideways(browser, site_url, widt
     assert width == 1280 or scrolled >= 3   # the jobs table, the race's code, the matrix
 
 
+def of_python(url):
+    """Whether a URL is part of what starting Python fetches: Pyodide's files
+    and the course's code."""
+    return "/pyodide/" in url or url.endswith("/course.zip")
+
+
 def python_requests(page):
-    """The URLs of what the page has fetched of Python, in order: Pyodide's
-    files and the course's code (a dedicated worker's requests are the page's)."""
+    """The URLs of what the page has fetched of Python, in order (a dedicated
+    worker's requests are the page's)."""
     fetched = []
-    page.on("request", lambda request: ("/pyodide/" in request.url
-                                        or request.url.endswith("/course.zip"))
-            and fetched.append(request.url))
+    page.on("request", lambda request: of_python(request.url) and fetched.append(request.url))
     return fetched
 
 
@@ -376,9 +380,7 @@ def test_python_waits_for_start_when_the_browser_saves_data(watched, site_url):
 def test_the_start_control_says_how_much_python_downloads(watched, site_url):
     """The size beside Start is what starting Python fetches, to a tenth of a MB."""
     responses = []
-    watched.on("response", lambda response: ("/pyodide/" in response.url
-                                             or response.url.endswith("/course.zip"))
-               and responses.append(response))
+    watched.on("response", lambda response: of_python(response.url) and responses.append(response))
     sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
     said = watched.locator("#" + sim.locator(".sim-start").get_attribute("aria-describedby"))
     megabytes = float(re.fullmatch(r"It runs Python in your browser: a download of "

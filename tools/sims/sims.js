@@ -163,7 +163,7 @@ function mount(element, number) {
 // unless the browser asks to save data: by the time the reader has read to
 // it and pressed Start, Python is usually ready.
 function warmUp(mounts) {
-  if (navigator.connection?.saveData || !mounts.length) {
+  if (navigator.connection?.saveData) {
     return;
   }
   const near = new IntersectionObserver((entries) => {
@@ -172,7 +172,7 @@ function warmUp(mounts) {
       ready().catch(() => {});  // Start tries again, and says what went wrong
     }
   }, { rootMargin: "100% 0px" });
-  mounts.forEach((mount) => near.observe(mount));
+  mounts.forEach((element) => near.observe(element));
 }
 
 const mounts = [...document.querySelectorAll(".sim-mount[data-sim]")];
