@@ -1,7 +1,17 @@
 // Small helpers the simulations share for building their pieces of page.
 
 export function el(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
+  return fill(document.createElement(tag), attributes, children);
+}
+
+// The same for the pictures' SVG elements ("svg", "rect", "text", ...), which
+// must be made in SVG's namespace to be drawn.
+const SVG = "http://www.w3.org/2000/svg";
+export function svg(tag, attributes = {}, ...children) {
+  return fill(document.createElementNS(SVG, tag), attributes, children);
+}
+
+function fill(element, attributes, children) {
   for (const [name, value] of Object.entries(attributes)) {
     if (name.startsWith("on")) {
       element.addEventListener(name.slice(2), value);
