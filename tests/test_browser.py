@@ -390,6 +390,40 @@ def test_the_start_control_says_how_much_python_downloads(watched, site_url):
     assert watched.problems == []
 
 
+def test_the_download_shows_its_progress_to_the_last_byte(watched, site_url):
+    """While Python loads, a bar counts the bytes received out of the download
+    the Start control promised: part way while the interpreter is held back,
+    every byte by the end."""
+    watched.add_init_script("""
+        window.barValues = [];
+        new MutationObserver((changes) => changes.forEach((change) => {
+          if (change.target.localName === "progress") {
+            window.barValues.push([Number(change.target.value), Number(change.target.max)]);
+          }
+        })).observe(document, { subtree: true, attributes: true,
+                                attributeFilter: ["value"] });""")
+    held = []
+
+    def hold(route):
+        held.append(route.request.url)
+        watched.wait_for_timeout(1500)
+        route.continue_()
+
+    watched.route("**/pyodide.asm.wasm", hold)
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    assert held, "the interpreter was never fetched through the route"
+    seen = watched.evaluate("window.barValues")
+    total = float(re.search(r"([\d.]+) MB", sim.locator(".sim-size").text_content()).group(1))
+    assert seen, "no progress bar moved while Python loaded"
+    most = seen[0][1]
+    assert {bar_max for _, bar_max in seen} == {most} and round(most / 1e6, 1) == total
+    values = [value for value, _ in seen]
+    assert any(0 < value < most / 2 for value in values), values
+    assert values == sorted(values), "the bar went backwards"
+    assert values[-1] == most, f"the bar ended at {values[-1]} of {most}"
+    assert watched.problems == []
+
+
 def test_the_killable_queues_buttons_stay_put_while_the_clock_moves(watched, site_url):
     """The Kill button a reader is on is the same button after every redraw:
     a click made while the clock moves is not lost with a replaced button,

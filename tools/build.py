@@ -173,11 +173,11 @@ def line_of(text, needle):
 
 
 def python_download(staging):
-    """What starting a simulation downloads, as the Start control says it:
-    Pyodide (all but its licence) and the course's code, in megabytes."""
+    """What starting a simulation downloads, in bytes, for the Start control
+    and the progress bar: Pyodide (all but its licence) and the course's code."""
     files = [staging / "pyodide" / name for name in PYODIDE_FILES if name != "package.json"]
     files.append(staging / "static" / "sims" / "course.zip")
-    return f"{sum(file.stat().st_size for file in files) / 1e6:.1f} MB"
+    return sum(file.stat().st_size for file in files)
 
 
 def write_pages(book, staging, download):

@@ -9,6 +9,8 @@ let worker = null;
 let booting = null;
 let nextId = 1;
 const pending = new Map();   // request id -> {resolve, reject}
+let received = 0;            // bytes of Python downloaded so far
+const downloading = new Set();   // who wants to hear of each new byte count
 
 function failAll(message) {
   for (const request of pending.values()) {
@@ -20,6 +22,11 @@ function failAll(message) {
 function start() {
   worker = new Worker(new URL("./worker.mjs", import.meta.url), { type: "module" });
   worker.addEventListener("message", (event) => {
+    if (event.data.type === "progress") {
+      received = event.data.received;
+      downloading.forEach((listener) => listener(received));
+      return;
+    }
     const { id, ok, result, error } = event.data;
     const request = pending.get(id);
     if (!request) {
@@ -64,6 +71,14 @@ export function ready() {
   return booting;
 }
 
+// Calls listener(bytes) with the bytes of Python downloaded so far, now and
+// at each change, until the function it returns is called.
+export function watchDownload(listener) {
+  downloading.add(listener);
+  listener(received);
+  return () => downloading.delete(listener);
+}
+
 // One call into the simulations' Python API: {sim, instance, method, args}.
 // Resolves with its answer, {ok, state, result} or {ok: false, error}.
 export async function call(request) {
@@ -78,5 +93,6 @@ export function stop() {
   }
   worker = null;
   booting = null;
+  received = 0;
   failAll("Python was stopped");
 }

@@ -5,12 +5,14 @@
 // loading early, when a simulation is about to scroll into view, so that
 // Start is quick.
 
-import { call, ready, stop } from "./runtime.js";
+import { call, ready, stop, watchDownload } from "./runtime.js";
 import { el } from "./dom.js";
 
 const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
-// What starting Python downloads, as the build measured it ("13.7 MB").
-const DOWNLOAD = document.querySelector('meta[name="sims-download"]')?.content;
+// What starting Python downloads, in bytes, as the build measured it.
+const DOWNLOAD_BYTES = Number(document.querySelector('meta[name="sims-download"]')?.content);
+const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
+const DOWNLOAD = megabytes(DOWNLOAD_BYTES);
 
 // A simulation's view is the default export of view.js in its folder: the
 // folder is the name with underscores for hyphens ("killable-queue" is
@@ -125,14 +127,23 @@ function mount(element, number) {
     start.hidden = true;
     size.hidden = true;
     setState("loading", `Starting Python in your browser (${DOWNLOAD})…`);
-    // Seconds waited so far, for the eyes only: a status read out every
-    // second would drown whatever else a screen reader says.
+    // The download so far as a bar, and in megabytes and seconds waited for
+    // the eyes only: a status read out every second would drown whatever else
+    // a screen reader says (the bar can be asked for its value).
     const began = performance.now();
-    const waited = el("span", { class: "sim-waited", "aria-hidden": "true" });
+    const bar = el("progress", { max: String(DOWNLOAD_BYTES), value: "0",
+      "aria-label": "Python downloaded" });
+    const sofar = el("span", { "aria-hidden": "true" });
+    const waited = el("span", { class: "sim-waited" }, bar, sofar);
     status.after(waited);
-    const counting = setInterval(() => {
-      waited.textContent = `${Math.round((performance.now() - began) / 1000)} s`;
-    }, 1000);
+    let bytes = 0;
+    const show = () => {
+      bar.value = Math.min(bytes, DOWNLOAD_BYTES);
+      sofar.textContent = ` ${(bytes / 1e6).toFixed(1)} of ${DOWNLOAD} · ` +
+        `${Math.round((performance.now() - began) / 1000)} s`;
+    };
+    const unwatch = watchDownload((received) => { bytes = received; show(); });
+    const counting = setInterval(show, 1000);
     body.replaceChildren();
     try {
       view = (await sim)(body, { act, announce });
@@ -154,6 +165,7 @@ function mount(element, number) {
       failed(error);
     } finally {
       clearInterval(counting);
+      unwatch();
       waited.remove();
     }
   });

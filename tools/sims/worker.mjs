@@ -2,11 +2,46 @@
 // course's simulation code from course.zip. It answers {id, type} messages:
 // "boot" once, then "call" with a JSON request for sims.api.call.
 
-import { loadPyodide } from "../../pyodide/pyodide.mjs";
-
 let api = null;
 
+// Bytes of Python received so far, told to the page as they arrive so that
+// the reader sees the download move. Pyodide fetches its files with fetch();
+// each answer's body is counted as it streams through. (Its two .mjs files
+// come by import(), and are counted when each has come.)
+let received = 0;
+const fetchUncounted = self.fetch.bind(self);
+
+function tell(bytes) {
+  received += bytes;
+  self.postMessage({ type: "progress", received });
+}
+
+self.fetch = async (...args) => {
+  const response = await fetchUncounted(...args);
+  if (!response.ok || !response.body) {
+    return response;
+  }
+  const counted = response.body.pipeThrough(new TransformStream({
+    transform(chunk, stream) {
+      tell(chunk.byteLength);
+      stream.enqueue(chunk);
+    },
+  }));
+  return new Response(counted, { status: response.status, statusText: response.statusText,
+    headers: response.headers });
+};
+
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    if (entry.name.includes("/pyodide/") && entry.name.endsWith(".mjs")) {
+      tell(entry.decodedBodySize);
+    }
+  }
+}).observe({ type: "resource", buffered: true });
+
 async function boot() {
+  // Imported here, not at the top, so that its bytes are counted too.
+  const { loadPyodide } = await import("../../pyodide/pyodide.mjs");
   const pyodide = await loadPyodide({
     indexURL: new URL("../../pyodide/", import.meta.url).href,
   });
