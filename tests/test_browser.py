@@ -331,8 +331,8 @@ def test_the_simulations_fit_or_say_they_scroll_sideways(browser, site_url, widt
 
 def of_python(url):
     """Whether a URL is part of what starting Python fetches: Pyodide's files
-    and the course's code."""
-    return "/pyodide/" in url or url.endswith("/course.zip")
+    and the course's code and standard library."""
+    return "/pyodide/" in url or url.endswith(("/course.zip", "/stdlib.zip"))
 
 
 def python_requests(page):
@@ -421,6 +421,31 @@ def test_the_download_shows_its_progress_to_the_last_byte(watched, site_url):
     assert any(0 < value < most / 2 for value in values), values
     assert values == sorted(values), "the bar went backwards"
     assert values[-1] == most, f"the bar ended at {values[-1]} of {most}"
+    assert watched.problems == []
+
+
+def test_no_simulation_needs_more_than_the_trimmed_standard_library(watched, site_url):
+    """Every simulation, driven through its buttons, finds every module it
+    imports in the standard library the build trimmed: Pyodide's whole one
+    (the fallback for a module the trimmed one lacks) is never fetched."""
+    fetched = python_requests(watched)
+    watched.goto(f"{site_url}/all.html")
+    moves = {"race": ["Step worker 1", "Step worker 2", "Try every interleaving"],
+             "killable-queue": ["Add a job", "Step to the next event", "Kill worker 1"],
+             "crash-timing": ["Run", "Step", "Show every crash and protection"],
+             "payment": ["Run all charges", "New seed", "Step one attempt"],
+             "o7": ["Next step of O7", "Next step of O7"]}
+    for name, buttons in moves.items():
+        sim = watched.locator(f'.sim-mount[data-sim="{name}"]')
+        sim.get_by_role("button", name="Start the simulation").click()
+        expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+        for button in buttons:
+            sim.get_by_role("button", name=button, exact=True).click()
+            answered(sim)
+        expect(sim.locator(".sim-status").first).not_to_contain_text("did not work")
+    assert any(url.endswith("/stdlib.zip") for url in fetched)
+    assert not any(url.endswith("/python_stdlib.zip") for url in fetched), \
+        "a simulation needed a module the trimmed standard library lacks"
     assert watched.problems == []
 
 

@@ -12,6 +12,7 @@ previous site as it was. Problems in guide.md are reported as
 guide.md:LINE: message, with exit status 1.
 """
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -39,6 +40,9 @@ PYODIDE = ROOT / "node_modules" / "pyodide"
 PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                  "pyodide-lock.json", "package.json"]
 SIMS = TOOLS / "sims"               # the simulations: one folder each, and what they share
+# The simulations' standard library, trimmed and precompiled by Pyodide under
+# Node (tools/sims/stdlib.py), is kept here between builds, by its inputs.
+STDLIB_CACHE = ROOT / "node_modules" / ".cache" / "course-stdlib"
 PANDOC_VERSION = "3.9"
 HIGHLIGHT_STYLE = "haddock"        # passes axe's contrast check (see notes)
 
@@ -55,8 +59,9 @@ def main(argv=None):
         guide = args.guide.read_text(encoding="utf-8")
         markdown, origin = expand(guide, args.guide.parent)
         with tempfile.TemporaryDirectory(prefix=".site-", dir=args.out.parent) as tmp, \
-                ThreadPoolExecutor(max_workers=2) as pool:
+                ThreadPoolExecutor(max_workers=3) as pool:
             tmp, staging = Path(tmp), Path(tmp) / "site"
+            stdlib = pool.submit(make_stdlib)
             extras = [] if args.no_extras else [
                 pool.submit(make_epub, pandoc, markdown, tmp),
                 pool.submit(make_pdf, pandoc, markdown, tmp)]
@@ -65,6 +70,7 @@ def main(argv=None):
             copy_sim_pages(staging / "static" / "sims")
             copy_pyodide(staging / "pyodide")
             write_sim_archive(staging / "static" / "sims" / "course.zip")
+            shutil.copy(stdlib.result(), staging / "static" / "sims" / "stdlib.zip")
             write_pages(book, staging, python_download(staging))
             (staging / "guide.md").write_text(markdown, encoding="utf-8")
             for extra in extras:
@@ -174,9 +180,12 @@ def line_of(text, needle):
 
 def python_download(staging):
     """What starting a simulation downloads, in bytes, for the Start control
-    and the progress bar: Pyodide (all but its licence) and the course's code."""
-    files = [staging / "pyodide" / name for name in PYODIDE_FILES if name != "package.json"]
-    files.append(staging / "static" / "sims" / "course.zip")
+    and the progress bar: Pyodide (all but its licence, and its standard
+    library, which only a module missing from ours fetches) and the course's
+    code and standard library."""
+    files = [staging / "pyodide" / name for name in PYODIDE_FILES
+             if name not in ("package.json", "python_stdlib.zip")]
+    files += [staging / "static" / "sims" / name for name in ("course.zip", "stdlib.zip")]
     return sum(file.stat().st_size for file in files)
 
 
@@ -237,6 +246,36 @@ def copy_pyodide(folder):
             (folder / name).hardlink_to(PYODIDE / name)
         except OSError:
             shutil.copy2(PYODIDE / name, folder / name)
+
+
+def make_stdlib():
+    """The path of the simulations' standard library: Pyodide's, trimmed to
+    what they import and precompiled (tools/sims/stdlib.py), made by
+    tools/stdlib.mjs unless a build has made it from the same inputs."""
+    inputs = hashlib.sha256()
+    sources = [PYODIDE / "python_stdlib.zip", PYODIDE / "package.json", TOOLS / "stdlib.mjs",
+               *sorted(file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
+                       if "__pycache__" not in file.parts)]
+    for source in sources:
+        inputs.update(source.relative_to(ROOT).as_posix().encode() + b"\0" + source.read_bytes())
+    made = STDLIB_CACHE / f"{inputs.hexdigest()[:16]}.zip"
+    if made.is_file():
+        return made
+    node = shutil.which("node")
+    if node is None:
+        raise BuildError("node is missing: install Node.js 18 or later (it comes with npm, "
+                         "which installs Pyodide)")
+    STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
+    partial = made.with_suffix(f".{os.getpid()}.partial")
+    try:
+        run([node, str(TOOLS / "stdlib.mjs"), str(partial)])
+        partial.chmod(0o644)         # Pyodide's files are written for everyone
+        partial.replace(made)        # whole or not at all, even with two builds at once
+    finally:
+        partial.unlink(missing_ok=True)
+    for old in sorted(STDLIB_CACHE.glob("*.zip"), key=lambda file: file.stat().st_mtime)[:-10]:
+        old.unlink(missing_ok=True)  # the ten newest are enough to go back and forth
+    return made
 
 
 def write_sim_archive(path):

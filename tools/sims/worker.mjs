@@ -44,6 +44,9 @@ async function boot() {
   const { loadPyodide } = await import("../../pyodide/pyodide.mjs");
   const pyodide = await loadPyodide({
     indexURL: new URL("../../pyodide/", import.meta.url).href,
+    // The standard library trimmed to what the simulations import, compiled
+    // (tools/sims/stdlib.py): less to fetch, nothing to compile.
+    stdLibURL: new URL("./stdlib.zip", import.meta.url).href,
   });
   const response = await fetch(new URL("./course.zip", import.meta.url));
   if (!response.ok) {
@@ -52,7 +55,24 @@ async function boot() {
   pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/course" });
   // course.zip is laid out as the repository: tools/sims/ and code/.
   pyodide.runPython("import sys; sys.path.insert(0, '/course/tools')");
+  pyodide.pyimport("sims.stdlib").install(() => wholeLibrary(pyodide));
   api = pyodide.pyimport("sims.api");
+}
+
+// Pyodide's whole standard library, for a module the trimmed one lacks:
+// fetched while Python waits (an import cannot wait for a promise), which a
+// worker may do. Returns where it was put.
+function wholeLibrary(pyodide) {
+  const request = new XMLHttpRequest();
+  request.open("GET", new URL("../../pyodide/python_stdlib.zip", import.meta.url), false);
+  request.responseType = "arraybuffer";
+  request.send();
+  if (request.status !== 200) {
+    throw new Error(`the standard library could not be fetched (HTTP ${request.status})`);
+  }
+  const path = "/lib/python_stdlib_whole.zip";
+  pyodide.FS.writeFile(path, new Uint8Array(request.response));
+  return path;
 }
 
 self.addEventListener("message", async (event) => {
