@@ -295,6 +295,17 @@ OVERFLOWING = """(sim) => [...sim.querySelectorAll(".sim-scroll, .sim-code")]
     .filter((box) => box.scrollWidth > box.clientWidth)
     .map((box) => [box.className, box.previousElementSibling?.className,
                    box.previousElementSibling?.hidden])"""
+# Whatever is outside a scroll box must lie within the simulation's own box:
+# an element that sticks out is cut or spills over the page.
+STICKING_OUT = """(sim) => {
+    const outer = sim.closest(".sim").getBoundingClientRect();
+    return [...sim.querySelectorAll("*")]
+        .filter((e) => !e.closest(".sim-scroll, .sim-code, .visually-hidden")
+                       && e.getClientRects().length > 0)
+        .filter((e) => { const r = e.getBoundingClientRect();
+                         return r.left < outer.left - 0.5 || r.right > outer.right + 0.5; })
+        .map((e) => `${e.tagName}.${e.getAttribute("class")}: ${e.textContent.slice(0, 30)}`);
+}"""
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -302,7 +313,8 @@ def test_the_simulations_fit_or_say_they_scroll_sideways(browser, site_url, widt
     """At 1280 px a simulation takes the room beside the reading column, and
     nothing in it is cut (it used to lose the jobs table's last column); on a
     phone, a table or code that has to scroll sideways says so above it. No
-    simulation is wider than the window, nor reaches under the contents."""
+    simulation is wider than the window, nor reaches under the contents, and
+    nothing in it sticks out of its box."""
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     page.goto(f"{site_url}/all.html")
@@ -317,6 +329,7 @@ def test_the_simulations_fit_or_say_they_scroll_sideways(browser, site_url, widt
             answered(sim)
         box = page.locator(f'.sim[data-sim="{name}"]').bounding_box()
         assert 0 <= box["x"] and box["x"] + box["width"] <= width, (name, box)
+        assert sim.evaluate(STICKING_OUT) == [], (name, width)
         overflowing = sim.evaluate(OVERFLOWING)
         if width == 1280:
             assert toc["x"] + toc["width"] <= box["x"], (name, box, toc)
