@@ -29,10 +29,10 @@ ifdef WORK
 PYTEST_ARGS := --work="$(abspath $(WORK))"
 CHECK_NEEDS := $(INSTALLED)
 else
-CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) chromium
+CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) packages
 endif
 
-.PHONY: site serve check mutations soak grade bench clean chromium
+.PHONY: site serve check mutations soak grade bench clean packages
 
 site: $(INSTALLED) $(NODE_INSTALLED)
 	$(VENV)/bin/python tools/build.py
@@ -49,7 +49,7 @@ mutations: $(INSTALLED)
 
 RUNS ?= 5
 HOGS ?= 4
-soak: $(INSTALLED) $(NODE_INSTALLED) chromium
+soak: $(INSTALLED) $(NODE_INSTALLED) packages
 	$(VENV)/bin/python tools/soak.py --runs $(RUNS) --hogs $(HOGS) --workers $(TEST_WORKERS)
 
 # Quiet: progress on stderr, the table on stdout, nothing echoed. When a
@@ -61,7 +61,7 @@ grade: $(INSTALLED)
 	@test -n "$(CLASS)" || { echo "usage: make grade CLASS=folder [EXERCISE=file...] (one folder per learner inside)" >&2; exit 2; }
 	@$(VENV)/bin/python tools/grade.py "$(CLASS)" $(addprefix --exercise=,$(EXERCISE))
 
-bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) chromium
+bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) packages
 	PYTHONPATH=tools $(VENV)/bin/python -m bench
 
 $(INSTALLED): requirements.txt
@@ -82,9 +82,9 @@ $(NODE_INSTALLED): package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts
 	touch $@
 
-# The browser tests drive Debian's Chromium; install it when we can.
-chromium:
-	@tools/need-chromium
+# Debian's Chromium (browser tests) and PostgreSQL (tinyq_pg); install them when we can.
+packages:
+	@tools/need-packages
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache

@@ -1,5 +1,6 @@
 """Fixtures shared by the tests: the site, built once per run (by the first
-xdist worker that needs it) and served locally; the simulations' instances,
+xdist worker that needs it) and served locally; a private PostgreSQL server
+and a new database on it for each test that asks; the simulations' instances,
 closed after each test; the count of classic mistakes graded, printed at the
 end."""
 import fcntl
@@ -9,10 +10,12 @@ import re
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
 
+from harness import postgres
 from mutations import MISTAKES
 from sims import api
 
@@ -66,6 +69,30 @@ def instances():
     yield api.instances
     for key in list(api.instances):
         api.close(key)
+
+
+@pytest.fixture(scope="session")
+def postgresql_server():
+    """A private PostgreSQL server (tools/harness/postgres.py), one per test
+    process, stopped at the end. fsync off: nothing here outlives the run."""
+    try:
+        with postgres.server(fsync="off") as dsn:
+            yield dsn
+    except postgres.Unavailable as error:
+        pytest.fail(str(error))
+
+
+@pytest.fixture
+def postgresql(postgresql_server):
+    """The connection string of a new, empty database on that server,
+    dropped after the test."""
+    import psycopg
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgresql_server, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield postgresql_server.replace("dbname=postgres", f"dbname={name}")
+    with psycopg.connect(postgresql_server, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 CAUGHT = "classic mistakes caught"      # a user property of a test's report

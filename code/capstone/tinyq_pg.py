@@ -1,0 +1,180 @@
+# tinyq_pg: tinyq on PostgreSQL. The same Queue, Job, complete(), leases,
+# fencing tokens, backoff, dead jobs and unique_key as tinyq.py: this file
+# holds only what differs, and the differences are the lesson.
+#   - SQL's placeholders are %s and %(name)s, psycopg's, not ? and :name.
+#   - Many workers write at once. A claim locks the one row it takes with
+#     FOR UPDATE, and SKIP LOCKED steps over rows other claims hold, so
+#     workers neither wait for each other nor take the same job.
+#   - A worker with nothing to do waits on LISTEN, and enqueue() wakes it
+#     with NOTIFY. It still looks again after `poll` seconds, so a lost
+#     notification only delays a job.
+#
+# Needs a server and psycopg 3:  pip install "psycopg[binary]"
+#           queue = tinyq_pg.Queue("postgresql://localhost/shop")
+
+import contextlib
+import random
+import time
+
+import psycopg
+from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+import tinyq
+from tinyq import LeaseLost          # one exception: `except tinyq.LeaseLost` catches ours
+
+CHANNEL = "tinyq_jobs"           # what enqueue() notifies and idle workers listen on
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    status        text NOT NULL DEFAULT 'queued'
+                  CHECK (status IN ('queued', 'running', 'done', 'dead')),
+    kind          text NOT NULL,
+    args          jsonb NOT NULL,
+    attempts      integer NOT NULL DEFAULT 0,
+    token         bigint NOT NULL DEFAULT 0,
+    run_at        double precision NOT NULL,     -- seconds, from the queue's clock
+    locked_until  double precision,
+    last_error    text,
+    unique_key    text UNIQUE
+);
+CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at, id) WHERE status = 'queued';
+CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until) WHERE status = 'running';
+"""
+# Two processes that create the same table at the same moment can collide in
+# PostgreSQL's catalogue; this lock, held to the end of the transaction that
+# creates the schema, makes them take turns. Any number will do, if it is ours.
+SCHEMA_LOCK = 7311
+
+# SKIP LOCKED here too: a job that another worker is burying or claiming is
+# that worker's business, not a reason to wait.
+BURY = """
+UPDATE jobs SET status = 'dead',
+                last_error = 'worker lost: the lease of attempt ' || attempts || ' ran out'
+WHERE id IN (SELECT id FROM jobs
+             WHERE status = 'running' AND locked_until < %(now)s
+                   AND attempts >= %(max_attempts)s
+             FOR UPDATE SKIP LOCKED)
+"""
+
+# Each subquery locks the row it returns (FOR UPDATE) and passes over rows
+# that other transactions have locked (SKIP LOCKED), so two claims running
+# at once take two different jobs, and neither waits. Without FOR UPDATE,
+# both subqueries could pick the same id; the UPDATE would then wait for the
+# first claim's commit and, under READ COMMITTED, recheck only its own
+# WHERE (`id = ...`), which still holds: one job, two workers.
+# `attempts < max_attempts`: BURY skipped a locked row it should bury; it is
+# not ours to claim once more, so leave it for the next BURY.
+CLAIM = """
+UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,
+                locked_until = %(now)s + %(lease)s
+WHERE id = coalesce(
+    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < %(now)s
+                               AND attempts < %(max_attempts)s
+     ORDER BY locked_until LIMIT 1 FOR UPDATE SKIP LOCKED),
+    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= %(now)s
+     ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED))
+RETURNING id, kind, args, attempts, token
+"""
+
+
+class Job(tinyq.Job):
+    def heartbeat(self):
+        """Extend the lease to a full lease from now, if the job is still
+        ours. For work that may outlast a lease: beat between its steps."""
+        changed = self.queue.db.execute("""
+            UPDATE jobs SET locked_until = %s
+            WHERE id = %s AND token = %s AND status = 'running'
+        """, (self.queue.clock() + self.queue.lease, self.id, self.token)).rowcount
+        if changed == 0:
+            raise LeaseLost(f"job {self.id}: the lease ran out and the job is not ours now")
+
+
+class Queue(tinyq.Queue):
+    def __init__(self, dsn, *, lease=30.0, max_attempts=5, backoff_base=0.1,
+                 backoff_cap=10.0, clock=time.time, rng=None):
+        self.lease = lease
+        self.max_attempts = max_attempts
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.clock = clock
+        self.rng = random.Random() if rng is None else rng
+        self.handlers = {}
+        # autocommit: a statement outside transaction() commits on its own,
+        # as with tinyq's isolation_level=None.
+        self.db = psycopg.connect(dsn, autocommit=True)
+        with self.transaction() as db:
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            db.execute(SCHEMA)
+        self.db.execute(f"LISTEN {CHANNEL}")
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """BEGIN ... COMMIT, or ROLLBACK on an exception. Inside a transaction
+        already, join it instead: the outer one commits."""
+        if self.db.info.transaction_status != TransactionStatus.IDLE:
+            yield self.db
+            return
+        # No lock is taken here, unlike SQLite's BEGIN IMMEDIATE: other
+        # workers go on writing, and each statement that must not race says
+        # so itself (FOR UPDATE, or a WHERE that expects the row's state).
+        with self.db.transaction():
+            yield self.db
+
+    # ---- producers
+
+    def enqueue(self, kind, args, unique_key=None, delay=0):
+        """The new job's id, or None if a job with unique_key already exists."""
+        with self.transaction() as db:
+            rows = db.execute("""
+                INSERT INTO jobs (kind, args, run_at, unique_key) VALUES (%s, %s, %s, %s)
+                ON CONFLICT (unique_key) DO NOTHING
+                RETURNING id
+            """, (kind, Jsonb(args), self.clock() + delay, unique_key)).fetchall()
+            if rows:
+                # Sent when the transaction commits, and not at all if it rolls back.
+                db.execute(f"NOTIFY {CHANNEL}")
+        return rows[0][0] if rows else None
+
+    def jobs(self):
+        """Every job, oldest first, as a dict of its columns (jsonb arrives decoded)."""
+        with self.db.cursor(row_factory=dict_row) as cursor:
+            return cursor.execute("SELECT * FROM jobs ORDER BY id").fetchall()
+
+    # ---- workers
+
+    def claim(self):
+        """Take one job, due and queued or running on an expired lease: two
+        workers can never both take it. First bury the expired jobs that
+        have had all their attempts. None if no job is due."""
+        now = self.clock()
+        params = {"now": now, "lease": self.lease, "max_attempts": self.max_attempts}
+        with self.transaction() as db:
+            db.execute(BURY, params)
+            rows = db.execute(CLAIM, params).fetchall()
+        if not rows:
+            return None
+        job_id, kind, args, attempts, token = rows[0]
+        return Job(self, job_id, kind, args, attempts, token)
+
+    def wait(self, poll=1.0):
+        """Wait until a job is enqueued somewhere, or poll seconds pass. A
+        worker calls it when claim() found nothing."""
+        for _ in self.db.notifies(timeout=poll, stop_after=1):
+            pass
+
+    def finish(self, job, status, error=None, run_at=None):
+        """Move a running job to `status`, if it is still ours. The token is a
+        fencing token (Kleppmann's term): a worker whose lease ran out holds
+        an old one, so its late write changes no row and it learns it lost."""
+        changed = self.db.execute("""
+            UPDATE jobs SET status = %(status)s,
+                            last_error = coalesce(%(error)s, last_error),
+                            run_at = coalesce(%(run_at)s, run_at)
+            WHERE id = %(id)s AND token = %(token)s AND status = 'running'
+        """, {"status": status, "error": error, "run_at": run_at,
+              "id": job.id, "token": job.token}).rowcount
+        if changed == 0:
+            raise LeaseLost(f"job {job.id}: the lease ran out and the job is not ours now")

@@ -1,0 +1,177 @@
+"""capstone/tinyq_pg.py, tinyq on PostgreSQL: every promise of tinyq.py that
+does not name SQLite, held by the very tests of tests/test_capstone.py, run
+here on a private server (conftest.py's `postgresql`, a new database for
+each test); then what only PostgreSQL has: many claims at once, LISTEN and
+NOTIFY."""
+import importlib
+import inspect
+import random
+import sys
+import threading
+import time
+
+import pytest
+
+import test_capstone
+from harness.catalogue import CODE
+from helpers import Clock
+
+pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
+
+# The same tests, collected again in this module, where `make_queue` is ours.
+# Left out, as they hold what only SQLite does: BEGIN IMMEDIATE's single
+# writer and in_transaction, the CHECK error's class, EXPLAIN QUERY PLAN, WAL,
+# and threads sharing a database file.
+SQLITE_ONLY = {"test_transactions_nest_and_roll_back_as_one",
+               "test_two_workers_never_claim_the_same_job",
+               "test_the_schema_refuses_an_unknown_status",
+               "test_the_claim_uses_an_index",
+               "test_the_database_is_in_wal_mode_and_commits_without_waiting_for_the_disk"}
+SHARED = [name for name, test in vars(test_capstone).items()
+          if name.startswith("test_") and name not in SQLITE_ONLY
+          and {"queue", "make_queue"} & set(inspect.signature(test).parameters)]
+globals().update({name: getattr(test_capstone, name) for name in SHARED})
+
+
+@pytest.fixture(autouse=True)
+def load_tinyq_pg(monkeypatch, tmp_path):
+    """tinyq and tinyq_pg, imported fresh from code/; test_capstone's tests
+    see tinyq_pg where they say `tinyq` (LeaseLost is the same class)."""
+    monkeypatch.syspath_prepend(str(CODE / "capstone"))
+    for name in ("tinyq", "tinyq_pg"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    module = importlib.import_module("tinyq_pg")
+    monkeypatch.setattr(test_capstone, "tinyq", module)
+    monkeypatch.chdir(tmp_path)
+    return module
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def make_queue(postgresql, clock, load_tinyq_pg):
+    """Queue objects on one new database, closed after the test."""
+    queues = []
+
+    def make(seed=1, **options):
+        options.setdefault("rng", random.Random(seed))
+        queue = load_tinyq_pg.Queue(postgresql, clock=clock, **options)
+        queues.append(queue)
+        return queue
+
+    yield make
+    for queue in queues:
+        queue.close()
+
+
+@pytest.fixture
+def queue(make_queue):
+    return make_queue()
+
+
+# ---- what only PostgreSQL has: claims at once, and LISTEN/NOTIFY
+
+def test_a_claim_steps_over_a_job_another_claim_holds(make_queue):
+    """SKIP LOCKED: while one worker's claim is not yet committed, another
+    worker takes the next job at once, instead of waiting for the first or
+    taking the same job."""
+    mine, theirs = make_queue(), make_queue()
+    first = mine.enqueue("email", {"to": "ann"})
+    second = mine.enqueue("email", {"to": "bob"})
+    theirs.db.execute("SET lock_timeout = '2s'")    # a claim that waits fails instead
+    with mine.transaction():
+        assert mine.claim().id == first                # locked until this block ends
+        assert theirs.claim().id == second
+
+
+def test_many_workers_at_once_never_claim_the_same_job(make_queue, postgresql, clock,
+                                                       load_tinyq_pg):
+    producer = make_queue()
+    with producer.transaction():
+        ids = {producer.enqueue("email", {"n": n}) for n in range(300)}
+    workers = [make_queue(seed=n) for n in range(4)]
+    start = threading.Barrier(len(workers))
+    claimed = [[] for _ in workers]
+    errors = []
+
+    def work(number):
+        try:
+            start.wait()
+            for _ in range(len(ids) + 1):          # more would mean a job handed out twice
+                job = workers[number].claim()
+                if job is None:
+                    break
+                claimed[number].append(job.id)
+                time.sleep(0.001)                  # the work, outside any lock
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(len(workers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert all(claimed)                            # every worker really took part
+    everything = [job_id for jobs in claimed for job_id in jobs]
+    assert len(everything) == len(set(everything)) == len(ids)
+    assert set(everything) == ids
+
+
+def waited(queue, poll):
+    started = time.monotonic()
+    queue.wait(poll)
+    return time.monotonic() - started
+
+
+def test_an_idle_worker_wakes_as_soon_as_a_job_is_enqueued(make_queue):
+    worker, producer = make_queue(), make_queue()
+    assert worker.claim() is None
+    threading.Timer(0.2, producer.enqueue, ("email", {"to": "ann"})).start()
+    assert waited(worker, poll=30) < 10              # woken by NOTIFY, long before the poll
+    assert worker.claim() is not None
+
+
+def test_a_job_enqueued_while_the_worker_was_busy_still_wakes_it(make_queue):
+    worker, producer = make_queue(), make_queue()
+    producer.enqueue("email", {"to": "ann"})      # the worker is not waiting yet
+    assert waited(worker, poll=30) < 10
+
+
+def test_with_no_notification_a_worker_looks_again_after_poll_seconds(make_queue):
+    worker = make_queue()
+    assert 0.4 <= waited(worker, poll=0.5) < 10
+
+
+def test_an_enqueue_that_rolls_back_wakes_nobody(make_queue):
+    worker, producer = make_queue(), make_queue()
+    with pytest.raises(RuntimeError):
+        with producer.transaction():
+            producer.enqueue("email", {"to": "ann"})
+            raise RuntimeError("signup failed")
+    assert waited(worker, poll=0.5) >= 0.4
+    assert worker.claim() is None
+
+
+def test_queues_starting_at_once_make_the_schema_once(postgresql, load_tinyq_pg):
+    """Four workers started together, on a new database: none of them fails
+    on another's half-made table."""
+    start = threading.Barrier(4)
+    errors = []
+
+    def open_queue():
+        try:
+            start.wait()
+            load_tinyq_pg.Queue(postgresql).close()
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_queue) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

@@ -1,0 +1,97 @@
+"""A private PostgreSQL server for the tests, the grader and the bench.
+
+`server()` makes a cluster with initdb in a new temporary folder, starts it
+listening on a Unix socket in that folder only (no TCP port, so nothing
+else on the machine can reach it and two runs never collide), yields its
+connection string, and at the end stops it and removes the folder. The
+binaries come from Debian's `postgresql` package. PostgreSQL refuses to run
+as root, so when we are root the server runs as the `postgres` user the
+package creates.
+
+    with postgres.server() as dsn:
+        psycopg.connect(dsn)
+"""
+
+import contextlib
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+INSTALL = "sudo apt-get install postgresql"
+SERVER_USER = "postgres"                 # made by Debian's package
+START_SECONDS = 60
+
+
+class Unavailable(Exception):
+    """No server can be started here; the message says why and what to do."""
+
+
+def binaries():
+    """The folder of initdb and pg_ctl: the newest Debian installs, else
+    whatever pg_config on the PATH names."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                   key=lambda path: int(Path(path).parts[-3]))
+    if found:
+        return Path(found[-1]).parent
+    if shutil.which("pg_config"):
+        folder = subprocess.run(["pg_config", "--bindir"], capture_output=True,
+                                text=True).stdout.strip()
+        if (Path(folder) / "initdb").exists():
+            return Path(folder)
+    raise Unavailable(f"PostgreSQL is not installed: {INSTALL}")
+
+
+def as_server_user():
+    """The command prefix that runs a program as the server's user."""
+    if os.getuid() != 0:
+        return []
+    if not shutil.which("runuser"):
+        raise Unavailable("running as root without runuser: cannot start PostgreSQL "
+                          "as another user")
+    try:
+        import pwd
+        pwd.getpwnam(SERVER_USER)
+    except KeyError:
+        raise Unavailable(f"running as root and there is no `{SERVER_USER}` user "
+                          f"to run PostgreSQL as: {INSTALL} makes one") from None
+    return ["runuser", "-u", SERVER_USER, "--"]
+
+
+@contextlib.contextmanager
+def server(**settings):
+    """Yield the connection string of a new private server. settings: its
+    configuration, e.g. fsync="off"; anything not named keeps PostgreSQL's
+    default."""
+    bin_folder = binaries()
+    prefix = as_server_user()
+    # Short and under /tmp: a Unix socket's path must fit in 107 bytes.
+    folder = Path(tempfile.mkdtemp(prefix="pg-", dir="/tmp"))
+    if prefix:
+        shutil.chown(folder, SERVER_USER)
+    data, log = folder / "data", folder / "server.log"
+    options = [f"-c listen_addresses='' -k {folder}"]
+    options += [f"-c {name}={value}" for name, value in settings.items()]
+
+    def run(*command):
+        result = subprocess.run([*prefix, *command], capture_output=True, text=True)
+        if result.returncode != 0:
+            details = result.stderr.strip() or result.stdout.strip()
+            if log.exists():
+                details += "\n" + log.read_text()[-2000:]
+            raise Unavailable(f"{Path(command[0]).name} failed: {details}")
+
+    try:
+        run(bin_folder / "initdb", "-D", data, "-U", "postgres", "--auth=trust",
+            "--encoding=UTF8", "--no-sync")
+        run(bin_folder / "pg_ctl", "-D", data, "-l", log, "-o", " ".join(options),
+            "-w", "-t", str(START_SECONDS), "start")
+        try:
+            yield f"host={folder} user=postgres dbname=postgres"
+        finally:
+            # immediate: the data is thrown away, so there is nothing to save
+            run(bin_folder / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
