@@ -1,0 +1,60 @@
+"""capstone/races_pg.py: chapter 11's races, on the private PostgreSQL
+server of conftest.py. Its output is held line by line: these are the facts
+the chapter states about PostgreSQL."""
+import subprocess
+import sys
+
+import pytest
+
+from harness.catalogue import CODE
+
+pytestmark = pytest.mark.exercise("capstone/races_pg.py")
+PROGRAM = CODE / "capstone" / "races_pg.py"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(PROGRAM), *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_the_races_come_out_as_chapter_11_says(postgresql):
+    result = run(postgresql)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "Claims: jobs 1, 2 and 3 are queued. A claims and keeps its transaction open; B claims.",
+        "  without FOR UPDATE       A: job 1   B: job 1, after waiting for A"
+        "   <- one job, two workers",
+        "  FOR UPDATE               A: job 1   B: job 2, after waiting for A",
+        "  FOR UPDATE SKIP LOCKED   A: job 1   B: job 2, at once",
+        "",
+        "Admission: North has 4 operations waiting and may have 5. A and B each ask for"
+        " one more.",
+        "  one statement                 A: admitted   B: admitted, at once",
+        "                                6 waiting   <- over the limit",
+        "  a row per tenant first        A: admitted   B: refused, after waiting for A",
+        "                                5 waiting",
+        "  one statement, SERIALIZABLE   A: admitted   B: could not serialize; again: refused",
+        "                                5 waiting",
+    ]
+
+
+def test_it_leaves_no_table_behind(postgresql):
+    import psycopg
+    assert run(postgresql).returncode == 0
+    with psycopg.connect(postgresql) as db:
+        assert db.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'race_%'"
+                          ).fetchone() == (0,)
+
+
+def test_without_an_address_it_says_how_to_run_it():
+    result = run()
+    assert result.returncode != 0
+    assert result.stderr == "usage: python3 races_pg.py postgresql://HOST/DATABASE\n"
+
+
+def test_a_server_it_cannot_reach_is_named_in_one_line(tmp_path):
+    nowhere = f"host={tmp_path} dbname=scratch"      # no server listens there
+    result = run(nowhere)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"cannot connect to {nowhere}: ")
+    assert "Traceback" not in result.stderr
