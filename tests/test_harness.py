@@ -492,11 +492,35 @@ def test_extra_lines_after_the_expected_ones(demo):
 @pytest.mark.parametrize("info, complaint", [
     ('{.console session="jobs" timewarp="5"}', "timewarp belongs on the session's first block"),
     ('{.console session="jobs" speed="5"}', "unknown console attribute speed"),
-], ids=["late timewarp", "unknown attribute"])
+    ('{.console session="jobs" database="postgresql"}',
+     "database belongs on the session's first block"),
+], ids=["late timewarp", "unknown attribute", "late database"])
 def test_session_attribute_mistakes(demo, info, complaint):
     text, lines = guide_text(WORKER_STARTS, (info, "$ true\n"))
     assert sessions.check_text(text, demo)[lines[1]].startswith(f"guide.md:{lines[1]}: {complaint}")
     assert worker_groups_gone(demo)
+
+
+ASK_THE_DATABASE = """$ python3 -c "import os, psycopg; print(psycopg.connect(os.environ['DATABASE']).execute('SELECT 6 * 7').fetchone())"
+(42,)
+"""
+
+
+def test_a_session_that_asks_for_postgresql_finds_its_server_in_DATABASE(demo):
+    text, lines = guide_text(('{.console database="postgresql"}', ASK_THE_DATABASE))
+    assert sessions.check_text(text, demo) == dict.fromkeys(lines)
+
+
+def test_a_session_that_does_not_ask_has_no_DATABASE(demo):
+    text, lines = guide_text(("console", "$ echo ${DATABASE:-none}\nnone\n"))
+    assert sessions.check_text(text, demo) == dict.fromkeys(lines)
+
+
+def test_a_database_the_harness_cannot_start(demo):
+    text, lines = guide_text(('{.console database="mysql"}', "$ true\n"))
+    assert sessions.check_text(text, demo) == {
+        lines[0]: f'guide.md:{lines[0]}: database="mysql" is not a database the harness can'
+                  f' start; "postgresql" is'}
 
 
 def test_a_bad_timewarp(demo):

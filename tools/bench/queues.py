@@ -18,7 +18,12 @@
 2. tinyq with a long queue, 1 worker: the rate with 1,000 jobs queued (all
    of them drained) and with 100,000 queued (the first 5,000 drained);
    median of 3 runs each; the goal is the second at least 0.8x the first.
-3. code/capstone/chaos.py at its defaults, seeds 1 to 3, each in a fresh
+3. tinyq on SQLite beside tinyq_pg on PostgreSQL (a private server,
+   tools/harness/postgres.py, with PostgreSQL's default settings, its data
+   in BENCH_DIR like SQLite's): 10,000 no-op jobs drained by 1, 2, 4 and 8
+   worker processes, each worker as tinyq's above; median of 3 runs each;
+   the goal is tinyq_pg with 4 workers at least 2x its own rate with 1.
+4. code/capstone/chaos.py at its defaults, seeds 1 to 3, each in a fresh
    copy of code/capstone/ (it writes its databases to its folder): the
    median wall time of the whole command; the goal is at most 3 s.
 
@@ -57,6 +62,17 @@ def load_tinyq():
 
 
 tinyq = load_tinyq()
+
+
+def load_tinyq_pg():
+    """code/capstone/tinyq_pg.py, which imports the tinyq loaded above."""
+    spec = importlib.util.spec_from_file_location("tinyq_pg", CAPSTONE / "tinyq_pg.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tinyq_pg = load_tinyq_pg()
 
 BENCH_DIR = Path(os.environ.get("BENCH_TMPDIR") or ROOT)
 JOBS = 10_000
@@ -337,7 +353,74 @@ def print_long_queue():
           f"   {long / short:4.2f}x (goal: at least 0.8x)")
 
 
-# ---- 3. chaos.py
+# ---- 3. tinyq on SQLite beside tinyq_pg on PostgreSQL
+
+def fill_tinyq_pg(address, jobs):
+    tiny = tinyq_pg.Queue(address)
+    with tiny.transaction():
+        tiny.db.execute("TRUNCATE jobs")       # the same server serves every run
+        for _ in range(jobs):
+            tiny.enqueue("noop", {})
+    tiny.close()
+
+
+def drain_tinyq_pg(address, ready, report, limit):
+    tiny = tinyq_pg.Queue(address)
+    tiny.handler("noop")(lambda job: do_nothing())
+
+    def run_one():
+        while True:
+            if tiny.work_one():
+                return True
+            counts = tiny.counts()
+            if counts["queued"] + counts["running"] == 0:
+                return False
+            time.sleep(IDLE_SECONDS)
+
+    run_worker(run_one, ready, report, limit)
+    tiny.close()
+
+
+def print_postgresql():
+    """Drain rates of tinyq and of tinyq_pg on a private server with
+    PostgreSQL's default settings (synchronous_commit on: every commit waits
+    for the disk), its data on the same disk as SQLite's."""
+    from harness import postgres
+    workers = (1, 2, 4, 8)
+    print(f"tinyq on SQLite beside tinyq_pg on PostgreSQL: {JOBS:,} no-op jobs, jobs/s,"
+          f" median of {RUNS} runs")
+    try:
+        server = postgres.server(data_under=BENCH_DIR)
+        address = server.__enter__()
+    except postgres.Unavailable as error:
+        print(f"  no PostgreSQL server could be started: {error}")
+        return
+    try:
+        rates = {}
+        for count in workers:
+            for name, fill, drain, where in ((TINYQ, fill_tinyq, drain_tinyq, None),
+                                             ("tinyq_pg", fill_tinyq_pg, drain_tinyq_pg,
+                                              address)):
+                runs = []
+                for _ in range(RUNS):
+                    with fresh_folder() as folder:
+                        target = where or Path(folder) / "queue.db"
+                        fill(target, JOBS)
+                        seconds, ran = timed_drain(drain, target, count)
+                    runs.append(ran / seconds)
+                rates[name, count] = statistics.median(runs)
+    finally:
+        server.__exit__(None, None, None)
+    print(f"  {'workers':24}" + "".join(f"{count:>10}" for count in workers))
+    for name in (TINYQ, "tinyq_pg"):
+        print(f"  {name:24}" + "".join(f"{rates[name, count]:>10,.0f}" for count in workers))
+    print(f"  {'tinyq_pg / tinyq':24}" + "".join(
+        f"{rates['tinyq_pg', count] / rates[TINYQ, count]:>9.2f}x" for count in workers))
+    print(f"  tinyq_pg, 4 workers / 1 worker: "
+          f"{rates['tinyq_pg', 4] / rates['tinyq_pg', 1]:.2f}x (goal: at least 2x)")
+
+
+# ---- 4. chaos.py
 
 def chaos_seconds(seed):
     """Wall time of `chaos.py --seed seed` in a fresh copy, and its verdict."""
@@ -367,6 +450,7 @@ def print_chaos():
 def main():
     print_throughput()
     print_long_queue()
+    print_postgresql()
     print_chaos()
 
 

@@ -61,17 +61,20 @@ def as_server_user():
 
 
 @contextlib.contextmanager
-def server(**settings):
+def server(data_under=None, **settings):
     """Yield the connection string of a new private server. settings: its
     configuration, e.g. fsync="off"; anything not named keeps PostgreSQL's
-    default."""
+    default. data_under: a folder to keep the data in (a new folder inside
+    it), if not beside the socket in /tmp, which may be in memory."""
     bin_folder = binaries()
     prefix = as_server_user()
     # Short and under /tmp: a Unix socket's path must fit in 107 bytes.
     folder = Path(tempfile.mkdtemp(prefix="pg-", dir="/tmp"))
-    if prefix:
-        shutil.chown(folder, SERVER_USER)
-    data, log = folder / "data", folder / "server.log"
+    data_folder = Path(tempfile.mkdtemp(prefix="pg-", dir=data_under)) if data_under else folder
+    for each in {folder, data_folder}:
+        if prefix:
+            shutil.chown(each, SERVER_USER)
+    data, log = data_folder / "data", folder / "server.log"
     options = [f"-c listen_addresses='' -k {folder}"]
     options += [f"-c {name}={value}" for name, value in settings.items()]
 
@@ -94,4 +97,23 @@ def server(**settings):
             # immediate: the data is thrown away, so there is nothing to save
             run(bin_folder / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        for each in {folder, data_folder}:
+            shutil.rmtree(each, ignore_errors=True)
+
+
+# What `pip install "psycopg[binary]"` puts in a reader's site-packages.
+READER_PACKAGES = ("psycopg", "psycopg_binary", "psycopg_binary.libs", "typing_extensions.py")
+
+
+def reader_packages(folder):
+    """A folder holding links to psycopg and what it needs, taken from the
+    tests' own environment, and nothing else of it: a transcript's Python,
+    which does not see the virtualenv, puts it on its path to have what a
+    reader of the PostgreSQL lab has installed."""
+    import psycopg
+    site = Path(psycopg.__file__).resolve().parent.parent
+    Path(folder).mkdir()
+    for name in READER_PACKAGES:
+        if (site / name).exists():
+            os.symlink(site / name, Path(folder) / name)
+    return folder

@@ -17,6 +17,8 @@ other tests call `check_block` or `check_text` directly. CONTRIBUTING.md
 describes the rules in prose; keep the two in step.
 """
 
+import contextlib
+import os
 import re
 import shutil
 import tempfile
@@ -28,7 +30,7 @@ from sybil import Document, Region
 
 import guide
 
-from . import sandbox
+from . import postgres, sandbox
 from .catalogue import exercise_of
 from .compare import compared, may_still_show, short_diff, shows_so_far
 from .sandbox import (SCRATCH, TIMEWARP_FACTOR, EditError, Process, TranscriptError,
@@ -37,7 +39,7 @@ from .sandbox import (SCRATCH, TIMEWARP_FACTOR, EditError, Process, TranscriptEr
 
 EXIT_GRACE = 3                # real seconds a command that went wrong gets to finish
 # each one is documented in CONTRIBUTING.md
-KNOWN_ATTRIBUTES = {"edit", "session", "terminal", "timewarp", "timings"}
+KNOWN_ATTRIBUTES = {"database", "edit", "session", "terminal", "timewarp", "timings"}
 INTERRUPT = "^C"              # how a terminal shows Ctrl-C
 SESSIONS = "console sessions" # key of the running sessions in a Sybil namespace
 # A person's pauses, in seconds of the programs' clock, before a command or a
@@ -127,6 +129,7 @@ class Session:
         self.folder = None               #   the copy of the exercise folder
         self.env = None                  #   the commands' environment
         self.clock = None                #   its clock file, and the warp's factor
+        self.server = contextlib.ExitStack()   # a PostgreSQL server, if it asked for one
         self.factor = None
         self.terminals = {}              # terminal -> the command last started there
         self.folders = {}                # terminal -> its folder, after a `cd`
@@ -150,10 +153,28 @@ class Session:
         # Outside the work folder, so that `ls` in a transcript does not show them.
         self.clock = new_clock(self.temp / "clock")
         self.env = child_environment(link_python(self.temp / "bin"), timewarp, self.clock)
+        if "database" in first.attributes:
+            self.env["DATABASE"] = self.start_database(first)
+
+    def start_database(self, first):
+        """A private PostgreSQL server for the session; its address, which
+        the commands find in $DATABASE, as a reader's shell has it."""
+        if first.attributes["database"] != "postgresql":
+            raise TranscriptError(f'{first.where()}: database="{first.attributes["database"]}"'
+                                  f' is not a database the harness can start; "postgresql" is')
+        try:
+            address = self.server.enter_context(postgres.server(fsync="off"))
+        except postgres.Unavailable as error:
+            raise TranscriptError(f"{first.where()}: this block needs a PostgreSQL server,"
+                                  f" and none could be started: {error}") from None
+        packages = postgres.reader_packages(self.temp / "packages")
+        self.env["PYTHONPATH"] += f"{os.pathsep}{packages}"
+        return address
 
     def close(self):
         for command in self.started:
             command.process.stop()
+        self.server.close()
         if self.temp:
             shutil.rmtree(self.temp, ignore_errors=True)
 
@@ -163,9 +184,10 @@ class Session:
         if unknown:
             raise TranscriptError(
                 f"{block.where()}: unknown console attribute {', '.join(unknown)}")
-        if "timewarp" in block.attributes and block is not self.blocks[0]:
-            raise TranscriptError(f"{block.where()}: timewarp belongs on the session's first "
-                                  f"block, {self.blocks[0].where()}")
+        for name in ("timewarp", "database"):
+            if name in block.attributes and block is not self.blocks[0]:
+                raise TranscriptError(f"{block.where()}: {name} belongs on the session's first "
+                                      f"block, {self.blocks[0].where()}")
         lines = block.source.splitlines()
         if not any(line.strip() for line in lines):
             raise TranscriptError(f"{block.where()}: console block without a `$ ` command")
