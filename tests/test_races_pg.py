@@ -6,18 +6,20 @@ import sys
 
 import pytest
 
-from harness.catalogue import CODE
+from helpers import require
 
 pytestmark = pytest.mark.exercise("capstone/races_pg.py")
-PROGRAM = CODE / "capstone" / "races_pg.py"
 
 
-def run(*args):
-    return subprocess.run([sys.executable, str(PROGRAM), *args], capture_output=True,
-                          text=True, timeout=60)
+@pytest.fixture
+def run(source_folder):
+    """Run the folder under test's races_pg.py with these arguments."""
+    program = require(source_folder, "capstone/races_pg.py")
+    return lambda *args: subprocess.run([sys.executable, str(program), *args],
+                                        capture_output=True, text=True, timeout=60)
 
 
-def test_the_races_come_out_as_chapter_11_says(postgresql):
+def test_the_races_come_out_as_chapter_11_says(run, postgresql):
     result = run(postgresql)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
@@ -38,7 +40,7 @@ def test_the_races_come_out_as_chapter_11_says(postgresql):
     ]
 
 
-def test_it_leaves_no_table_behind(postgresql):
+def test_it_leaves_no_table_behind(run, postgresql):
     import psycopg
     assert run(postgresql).returncode == 0
     with psycopg.connect(postgresql) as db:
@@ -46,13 +48,13 @@ def test_it_leaves_no_table_behind(postgresql):
                           ).fetchone() == (0,)
 
 
-def test_without_an_address_it_says_how_to_run_it():
+def test_without_an_address_it_says_how_to_run_it(run):
     result = run()
     assert result.returncode != 0
     assert result.stderr == "usage: python3 races_pg.py postgresql://HOST/DATABASE\n"
 
 
-def test_a_server_it_cannot_reach_is_named_in_one_line(tmp_path):
+def test_a_server_it_cannot_reach_is_named_in_one_line(run, tmp_path):
     nowhere = f"host={tmp_path} dbname=scratch"      # no server listens there
     result = run(nowhere)
     assert result.returncode == 1

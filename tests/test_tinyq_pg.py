@@ -6,6 +6,7 @@ NOTIFY."""
 import importlib
 import inspect
 import random
+import shutil
 import sys
 import threading
 import time
@@ -14,7 +15,7 @@ import pytest
 
 import test_capstone
 from harness.catalogue import CODE
-from helpers import Clock
+from helpers import Clock, require
 
 pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
 
@@ -34,13 +35,23 @@ globals().update({name: getattr(test_capstone, name) for name in SHARED})
 
 
 @pytest.fixture(autouse=True)
-def load_tinyq_pg(monkeypatch, tmp_path):
-    """tinyq and tinyq_pg, imported fresh from code/; test_capstone's tests
-    see tinyq_pg where they say `tinyq` (LeaseLost is the same class)."""
-    monkeypatch.syspath_prepend(str(CODE / "capstone"))
+def load_tinyq_pg(monkeypatch, tmp_path, source_folder):
+    """The folder under test's tinyq_pg.py, beside code/'s tinyq.py, both
+    imported fresh from copies; test_capstone's tests see tinyq_pg where they
+    say `tinyq` (LeaseLost is the same class)."""
+    learner = tmp_path / "learner"
+    learner.mkdir()
+    shutil.copy(CODE / "capstone" / "tinyq.py", learner)
+    shutil.copy(require(source_folder, "capstone/tinyq_pg.py"), learner)
+    monkeypatch.syspath_prepend(str(learner))
     for name in ("tinyq", "tinyq_pg"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    module = importlib.import_module("tinyq_pg")
+    # Imported here, not first in a sandboxed child as other learner files
+    # are: the child's Python lacks psycopg. A hang is stopped by pytest's timeout.
+    try:
+        module = importlib.import_module("tinyq_pg")
+    except Exception as error:
+        pytest.fail(f"tinyq_pg.py crashed when imported: {type(error).__name__}: {error}")
     monkeypatch.setattr(test_capstone, "tinyq", module)
     monkeypatch.chdir(tmp_path)
     return module

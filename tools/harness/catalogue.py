@@ -13,9 +13,13 @@ GUIDE = ROOT / "guide.md"
 CODE = ROOT / "code"
 
 # A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
-# exercise; one that runs chaos.py, to the capstone's chaos.py.
-EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)")
+# exercise; one that runs chaos.py, to the capstone's chaos.py; one naming
+# races_pg.py or tinyq_pg.py, to that file of the lab.
+EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)")
 CHAOS = "capstone/chaos.py"
+# Chapter 11's lab, on PostgreSQL: optional. A learner's folder without
+# these files is graded as if the guide did not have them.
+LAB = ("capstone/races_pg.py", "capstone/tinyq_pg.py")
 # The capstone's files, each graded on its own, in the order the guide has
 # you type them. The tests that exercise a file are marked with it.
 CAPSTONE = ("capstone/tinyq.py", "capstone/world.py", "capstone/shop.py", CHAOS)
@@ -27,18 +31,23 @@ def exercise_of(block):
         for line in each.source.splitlines():
             match = EXERCISE.search(line) if line.startswith("$ ") else None
             if match:
-                return CHAOS if match.group() == "chaos" else match.group() + ".py"
+                if match.group() == "chaos":
+                    return CHAOS
+                return ("capstone/" if match.group().endswith("_pg") else "") + match.group() + ".py"
     return None
 
 
 def exercises_in(blocks):
     """The exercises that blocks name, in the course's order: the capstone's
-    files last, all of them if its chaos.py is named."""
+    files (all of them if its chaos.py is named), then the lab's."""
     names = {exercise_of(b) for b in blocks if "console" in b.classes} - {None}
     if CHAOS in names:
         names.update(CAPSTONE)
-    return sorted(names, key=lambda name: (name in CAPSTONE, CAPSTONE.index(name)
-                                           if name in CAPSTONE else name))
+    if names & set(LAB):
+        names.update(LAB)
+    last = CAPSTONE + LAB
+    return sorted(names, key=lambda name: (name in last, last.index(name)
+                                           if name in last else name))
 
 
 def where_taught(guide, exercise):

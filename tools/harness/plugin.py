@@ -20,7 +20,7 @@ from sybil.example import SybilFailure
 
 import guide
 
-from .catalogue import CODE, GUIDE, ROOT, exercise_of, exercises_in, where_taught
+from .catalogue import CODE, GUIDE, LAB, ROOT, exercise_of, exercises_in, where_taught
 from .results import (EXPLAINED, MISSING, NOT_RUN, PASS, as_text, test_problem,
                       transcript_problem, verdict_of, write as write_results)
 from .sessions import close_sessions, parse_console_blocks
@@ -33,7 +33,8 @@ HARNESS = "harness step"      # the name of the user property each report carrie
 # test. With --work, every other test file is left out of the run; so is
 # test_pace.py, which checks that the guide's stories hold at a person's pace
 # (with code/), and is never counted for a learner's exercise.
-GRADED = {"guide.md", "test_exercises.py", "test_capstone.py", "test_chaos.py"}
+GRADED = {"guide.md", "test_exercises.py", "test_capstone.py", "test_chaos.py",
+          "test_tinyq_pg.py", "test_races_pg.py"}
 
 
 def pytest_addoption(parser):
@@ -92,6 +93,13 @@ def pytest_collection_modifyitems(config, items):
         block = getattr(getattr(item, "example", None), "parsed", None)
         if isinstance(block, guide.Block) and exercise_of(block):
             item.add_marker(pytest.mark.exercise(exercise_of(block)))
+    if config.getoption("--work"):
+        # The lab is optional: a learner who did not hand it in is not graded on it.
+        folder = source_folder_of(config)
+        skipped = [item for item in items
+                   if exercise_marked(item) in LAB and not (folder / exercise_marked(item)).is_file()]
+        config.hook.pytest_deselected(items=skipped)
+        items[:] = [item for item in items if item not in skipped]
     only = config.getoption("--exercise")
     if only:
         for name in only:
@@ -220,6 +228,8 @@ def exercise_results(folder, results):
     text = GUIDE.read_text(encoding="utf-8")
     exercises = {}
     for exercise in exercises_in(guide.read_guide(GUIDE)):
+        if exercise in LAB and not (folder / exercise).is_file():
+            continue                             # optional, and not handed in
         problems = [problem for _, problem in sorted(results["problems"][exercise],
                                                       key=lambda pair: pair[0])]
         decided_by = None
