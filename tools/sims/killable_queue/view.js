@@ -16,7 +16,9 @@ function seconds(value) {
 
 // ---- the picture: a lane per worker on a time axis, now near the right edge
 
-const NAMES_WIDTH = 84;          // px: the workers' names, left of the lanes
+const NAMES_WIDTH = 70;          // px: the workers' names, left of the lanes
+const LOOK_BACK = 20;            // s: the least the picture shows of the past
+const AHEAD = 84;                // px: the least room right of now, for the lease left
 const AXIS = 26;                 // px: the time axis above the lanes
 const LANE = 58;                 // px: one worker's lane
 const SMALL = 11;                // px: the font of the words on the lanes
@@ -28,30 +30,37 @@ function wordsWidth(text) {
 }
 
 // Which stretch of time the picture shows, and where a moment goes (x in px).
-// The lease ahead needs room to the right of now; the rest looks back.
+// For the first 20 s, time 0 is at the left edge and now moves right, like
+// a pen on a roll of paper; from then on now stays put, the paper moves
+// left, and the picture zooms out until it holds the history's minute. The
+// lease ahead keeps room right of now. A phone holds less of the past, so
+// that a second stays 8 px wide.
 function scaleFor(state, width) {
   const left = NAMES_WIDTH;
   const right = width - 6;
   const room = right - left;
-  let perSecond = width >= 600 ? 14 : 10;
-  const ahead = Math.min(Math.max(state.lease + 1.5, 80 / perSecond), (room * 0.45) / perSecond);
-  perSecond = Math.max(perSecond, room / (state.history.seconds + ahead));
-  const nowX = right - ahead * perSecond;
+  const look = Math.min(Math.max(state.time, LOOK_BACK), state.history.seconds);
+  const ahead = state.lease + 1.5;
+  const aheadWidth = Math.min(Math.max(ahead * (room / (look + ahead)), AHEAD), room * 0.45);
+  const perSecond = Math.max((room - aheadWidth) / look, 8);
+  const since = Math.max(state.time - (room - aheadWidth) / perSecond, 0);
   const round = (value) => Math.round(value * 10) / 10;
-  return { left, right, nowX, perSecond, now: state.time,
-    since: state.time - (nowX - left) / perSecond,
-    x: (time) => round(nowX + (time - state.time) * perSecond) };
+  const x = (time) => round(left + (time - since) * perSecond);
+  return { left, right, perSecond, since, x, now: state.time, nowX: x(state.time) };
 }
 
-// Words along one row of a lane, left to right, each pushed past the one
-// before: marks made at the same moment (a kill and a restart) never cover
-// each other's words.
-function placeWords(words) {
-  let free = -Infinity;
+// The words of a lane's marks, left to right, each on the first of its rows
+// where it lands nearest its mark, pushed right past the words before it:
+// marks made at the same moment (a kill and a restart) never cover each
+// other's words.
+function placeWords(words, heights) {
+  const free = {};
   for (const word of words.sort((a, b) => a.x - b.x)) {
-    word.x = Math.max(word.x, free);
-    free = word.x + wordsWidth(word.text) + 6;
-    word.into.append(svg("text", { x: word.x.toFixed(1), y: word.y, class: "kq-words" },
+    const at = (row) => Math.max(word.x, free[row] ?? -Infinity);
+    const row = word.rows.reduce((best, row) => (at(row) < at(best) ? row : best));
+    const x = at(row);
+    free[row] = x + wordsWidth(word.text) + 12;
+    word.into.append(svg("text", { x: x.toFixed(1), y: heights[row], class: "kq-words" },
       word.text));
   }
 }
@@ -85,10 +94,11 @@ function lanePicture(worker, state, scale, ids) {
   const { x, now } = scale;
   const top = AXIS + worker.index * LANE;
   const middle = top + 24;
-  const above = [];                // words over the bars
-  const below = [];                // words under the lease
-  const word = (into, at, text, row) => (row === "above" ? above : below).push(
-    { into, text, x: Math.max(at, scale.left + 2), y: row === "above" ? top + 11 : top + 54 });
+  // Rows of words: over the bars, beside them right of now, under the lease.
+  const heights = { above: top + 11, ahead: top + 28, below: top + 54 };
+  const words = [];
+  const word = (into, at, text, ...rows) => words.push(
+    { into, text, rows, x: Math.max(at, scale.left + 2) });
   const plot = svg("g", { "clip-path": `url(#${ids.clip})` });
   for (const [from, to, alive] of lives(worker, state.history, scale.since, now)) {
     plot.append(svg("line", { class: alive ? "kq-life" : "kq-life kq-dead",
@@ -108,7 +118,7 @@ function lanePicture(worker, state, scale, ids) {
         svg("line", { class: "kq-send", x1: sent, x2: sent, y1: top + 13, y2: top + 35 }));
       if (claim.duplicate) {
         const duplicate = svg("g", { class: "kq-duplicate" }, triangle(sent, top + 13, 11));
-        word(duplicate, sent + 8, "duplicate", "above");
+        word(duplicate, sent + 8, "duplicate", "above", "below");
         held.append(duplicate);
       }
     }
@@ -130,12 +140,13 @@ function lanePicture(worker, state, scale, ids) {
       const from = x(Math.max(now, claim.claimed));
       held.append(svg("rect", { class: "kq-lease-left", x: from, y: top + 37,
         width: Math.max(until - from, 0), height: 6 }));
-      word(held, from + 4, `${seconds(claim.lease_until - now)} left`, "below");
+      word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_until - now)} left`,
+        "ahead");
     } else if (claim.lease_until <= now && (open || claim.ended > claim.lease_until)) {
       const expired = svg("g", { class: "kq-expired" }, svg("polygon", { class: "kq-diamond",
         points: `${until},${top + 34} ${until + 5},${top + 40} ${until},${top + 46} ` +
           `${until - 5},${top + 40}` }));
-      word(expired, until + 7, "lease ran out", "below");
+      word(expired, until + 7, "lease ran out", "below", "above");
       held.append(expired);
     }
     plot.append(held);
@@ -146,18 +157,17 @@ function lanePicture(worker, state, scale, ids) {
       svg("path", { class: "kq-cross",
         d: `M${at - 6},${middle - 6}L${at + 6},${middle + 6}M${at - 6},${middle + 6}` +
           `L${at + 6},${middle - 6}` }));
-    word(kill, at + 6, "killed", "above");
+    word(kill, at + 6, "killed", "above", "below");
     plot.append(kill);
   }
   for (const start of state.history.restarts.filter((r) => r.worker === worker.index)) {
     const at = x(start.time);
     const restart = svg("g", { class: "kq-restart" },
       svg("path", { class: "kq-start", d: `M${at},${middle - 9}V${middle + 9}` }));
-    word(restart, at + 3, "restarted", "below");
+    word(restart, at + 3, "restarted", "below", "above");
     plot.append(restart);
   }
-  placeWords(above);
-  placeWords(below);
+  placeWords(words, heights);
   return svg("g", { class: "kq-lane", "data-worker": worker.index },
     svg("line", { class: "kq-lane-edge", x1: 0, x2: scale.right, y1: top + LANE, y2: top + LANE }),
     svg("text", { class: "kq-name", x: 4, y: top + 26 }, worker.name),
