@@ -49,19 +49,27 @@ function scaleFor(state, width) {
   return { left, right, perSecond, since, x, now: state.time, nowX: x(state.time) };
 }
 
-// The words of a lane's marks, left to right, each on the first of its rows
-// where it lands nearest its mark, pushed right past the words before it:
-// marks made at the same moment (a kill and a restart) never cover each
-// other's words.
-function placeWords(words, heights) {
-  const free = {};
-  for (const word of words.sort((a, b) => a.x - b.x)) {
-    const at = (row) => Math.max(word.x, free[row] ?? -Infinity);
-    const row = word.rows.reduce((best, row) => (at(row) < at(best) ? row : best));
-    const x = at(row);
-    free[row] = x + wordsWidth(word.text) + 12;
-    word.into.append(svg("text", { x: x.toFixed(1), y: heights[row], class: "kq-words" },
-      word.text));
+// The words of a lane's marks, the weightiest first (a kill, a duplicate,
+// the lease left), the latest first among equals: each goes on the first of
+// its rows with room for it at its mark or a little right of it, and is left
+// out if there is none (its mark still shows, and the key says what it is).
+// So no words cover others, nor a mark's shape, even when a kill and a
+// restart fall at the same moment.
+function placeWords(words, heights, taken, right) {
+  const fits = (row, from, to) => to <= right
+    && taken[row].every(([start, end]) => to <= start || end <= from);
+  for (const word of words.sort((a, b) => a.rank - b.rank || b.x - a.x)) {
+    const width = wordsWidth(word.text);
+    for (const row of word.rows) {
+      const x = [0, 8, 16, 24].map((push) => word.x + push)
+        .find((at) => fits(row, at - 3, at + width + 3));
+      if (x !== undefined) {
+        taken[row].push([x - 3, x + width + 3]);
+        word.into.append(svg("text", { x: x.toFixed(1), y: heights[row], class: "kq-words" },
+          word.text));
+        break;
+      }
+    }
   }
 }
 
@@ -97,8 +105,9 @@ function lanePicture(worker, state, scale, ids) {
   // Rows of words: over the bars, beside them right of now, under the lease.
   const heights = { above: top + 11, ahead: top + 28, below: top + 54 };
   const words = [];
-  const word = (into, at, text, ...rows) => words.push(
-    { into, text, rows, x: Math.max(at, scale.left + 2) });
+  const taken = { above: [], ahead: [], below: [] };    // stretches of each row in use
+  const word = (into, at, text, rank, ...rows) => words.push(
+    { into, text, rank, rows, x: Math.max(at, scale.left + 2) });
   const plot = svg("g", { "clip-path": `url(#${ids.clip})` });
   for (const [from, to, alive] of lives(worker, state.history, scale.since, now)) {
     plot.append(svg("line", { class: alive ? "kq-life" : "kq-life kq-dead",
@@ -118,9 +127,14 @@ function lanePicture(worker, state, scale, ids) {
         svg("line", { class: "kq-send", x1: sent, x2: sent, y1: top + 13, y2: top + 35 }));
       if (claim.duplicate) {
         const duplicate = svg("g", { class: "kq-duplicate" }, triangle(sent, top + 13, 11));
-        word(duplicate, sent + 8, "duplicate", "above", "below");
+        word(duplicate, sent + 8, "duplicate", 1, "above", "below");
+        taken.above.push([sent - 7, sent + 7]);
         held.append(duplicate);
       }
+    }
+    if (claim.end === "lost") {
+      // Its lease ran out while it worked: its ack came too late and changed nothing.
+      word(held, end + 3, "ack refused", 5, "above", "below");
     }
     const seen = Math.max(start, scale.left);
     const name = [`job ${claim.job}`, String(claim.job)]
@@ -141,12 +155,12 @@ function lanePicture(worker, state, scale, ids) {
       held.append(svg("rect", { class: "kq-lease-left", x: from, y: top + 37,
         width: Math.max(until - from, 0), height: 6 }));
       word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_until - now)} left`,
-        "ahead");
+        2, "ahead");
     } else if (claim.lease_until <= now && (open || claim.ended > claim.lease_until)) {
       const expired = svg("g", { class: "kq-expired" }, svg("polygon", { class: "kq-diamond",
         points: `${until},${top + 34} ${until + 5},${top + 40} ${until},${top + 46} ` +
           `${until - 5},${top + 40}` }));
-      word(expired, until + 7, "lease ran out", "below", "above");
+      word(expired, until + 7, "lease ran out", 3, "below", "above");
       held.append(expired);
     }
     plot.append(held);
@@ -157,17 +171,17 @@ function lanePicture(worker, state, scale, ids) {
       svg("path", { class: "kq-cross",
         d: `M${at - 6},${middle - 6}L${at + 6},${middle + 6}M${at - 6},${middle + 6}` +
           `L${at + 6},${middle - 6}` }));
-    word(kill, at + 6, "killed", "above", "below");
+    word(kill, at + 6, "killed", 0, "above", "below");
     plot.append(kill);
   }
   for (const start of state.history.restarts.filter((r) => r.worker === worker.index)) {
     const at = x(start.time);
     const restart = svg("g", { class: "kq-restart" },
       svg("path", { class: "kq-start", d: `M${at},${middle - 9}V${middle + 9}` }));
-    word(restart, at + 3, "restarted", "below", "above");
+    word(restart, at + 3, "restarted", 4, "below", "above");
     plot.append(restart);
   }
-  placeWords(words, heights);
+  placeWords(words, heights, taken, scale.right);
   return svg("g", { class: "kq-lane", "data-worker": worker.index },
     svg("line", { class: "kq-lane-edge", x1: 0, x2: scale.right, y1: top + LANE, y2: top + LANE }),
     svg("text", { class: "kq-name", x: 4, y: top + 26 }, worker.name),
@@ -183,8 +197,8 @@ function axisPicture(state, scale, height) {
       height: height - AXIS + 6 }),
     svg("line", { class: "kq-axis-line", x1: left, x2: right, y1: AXIS - 6, y2: AXIS - 6 }));
   const every = scale.perSecond * 5 >= 50 ? 5 : 10;
-  for (let time = Math.ceil(scale.since / every) * every; time < state.time; time += every) {
-    if (time < 0 || x(time) < left + 12 || nowX - x(time) < 44) {
+  for (let time = Math.ceil(scale.since / every) * every; x(time) < right - 16; time += every) {
+    if (Math.abs(nowX - x(time)) < 56) {                // the words "now 12.5 s" are there
       continue;
     }
     axis.append(svg("line", { class: "kq-tick", x1: x(time), x2: x(time), y1: AXIS - 9,
@@ -199,29 +213,33 @@ function axisPicture(state, scale, height) {
 
 // What the picture shows now, in words, for a screen reader.
 function describe(state) {
+  const leaseOf = (claim) => {
+    const left = claim.lease_until - state.time;
+    return left > 0 ? `job ${claim.job} is leased for ${seconds(left)} more`
+      : `job ${claim.job}'s lease ran out`;
+  };
   const sentences = [`Now ${seconds(state.time)}.`];
   for (const worker of state.workers) {
     const mine = state.history.claims.filter((claim) => claim.worker === worker.index);
-    const last = mine[mine.length - 1];
-    let sentence;
+    const killed = mine.filter((claim) => claim.end === "killed").pop();
+    const holding = mine.find((claim) => claim.end === null);
+    const said = [];
     if (!worker.alive) {
-      sentence = `${worker.name} is dead`;
-      if (last && last.end === "killed") {
-        sentence += `; it was killed holding job ${last.job}, ` + (last.sent === null
-          ? "before sending its email" : "after sending its email, before acknowledging it");
-      }
-    } else if (worker.job === null) {
-      sentence = `${worker.name} is idle`;
+      said.push(`${worker.name} is dead`);
+    } else if (!holding) {
+      said.push(`${worker.name} is idle`);
     } else {
-      sentence = `${worker.name} holds job ${worker.job}, ` + (worker.phase === "sent"
-        ? "its email sent and not yet acknowledged: the danger zone" : "sending its email");
+      said.push(`${worker.name} holds job ${holding.job}, ` + (holding.sent === null
+        ? "sending its email" : "its email sent and not yet acknowledged: the danger zone"),
+      leaseOf(holding));
     }
-    if (last && (last.end === null || last.end === "killed")) {
-      const left = last.lease_until - state.time;
-      sentence += left > 0 ? `; job ${last.job}'s lease runs out in ${seconds(left)}`
-        : `; job ${last.job}'s lease ran out`;
+    if (killed) {
+      said.push(`it was killed at ${seconds(killed.ended)} holding job ${killed.job}, ` +
+        (killed.sent === null ? "before sending its email"
+          : "after sending its email, before acknowledging it"),
+      leaseOf(killed));
     }
-    sentences.push(`${sentence}.`);
+    sentences.push(`${said.join("; ")}.`);
   }
   const duplicates = state.outbox.filter((email) => email.duplicate).length;
   sentences.push(`The outbox holds ${state.outbox.length} email` +
@@ -244,12 +262,15 @@ function legend() {
     key([svg("defs", {}, hatched), svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26,
       height: 10 }), svg("rect", { class: "kq-danger", x: 1, y: 3, width: 26, height: 10,
       fill: "url(#kq-key-hatch)" })],
-    "danger zone: the email is sent, the ack is not; a worker that dies here gets it sent twice"),
+    "danger zone for a worker that dies: its email sent, its ack not; the job will be sent " +
+      "twice"),
     key([svg("rect", { class: "kq-lease", x: 1, y: 5, width: 26, height: 6 }),
       svg("rect", { class: "kq-lease-left", x: 12, y: 5, width: 15, height: 6 })],
     "the lease left: nobody else may take the job"),
+    key(svg("rect", { class: "kq-claim kq-end-lost", x: 1, y: 3, width: 26, height: 10 }),
+      "dashed: its lease ran out before its ack, so the ack changed nothing"),
     key(svg("polygon", { class: "kq-diamond", points: "14,2 20,8 14,14 8,8" }),
-      "lease ran out: any worker may take the job, even while its holder still works"),
+      "lease ran out: another worker may take the job; a holder still at work does it too"),
     key([svg("line", { class: "kq-life kq-dead", x1: 0, x2: 28, y1: 8, y2: 8 }),
       svg("path", { class: "kq-cross", d: "M8,2L20,14M8,14L20,2" })],
     "killed, then dead (dashed) until restarted"),
