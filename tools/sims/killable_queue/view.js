@@ -106,8 +106,9 @@ function lanePicture(worker, state, scale, ids) {
   const heights = { above: top + 11, ahead: top + 28, below: top + 54 };
   const words = [];
   const taken = { above: [], ahead: [], below: [] };    // stretches of each row in use
-  const word = (into, at, text, rank, ...rows) => words.push(
-    { into, text, rank, rows, x: Math.max(at, scale.left + 2) });
+  // A mark scrolled off to the left takes its words with it.
+  const word = (into, at, text, rank, ...rows) => at >= scale.left && words.push(
+    { into, text, rank, rows, x: at });
   const plot = svg("g", { "clip-path": `url(#${ids.clip})` });
   for (const [from, to, alive] of lives(worker, state.history, scale.since, now)) {
     plot.append(svg("line", { class: alive ? "kq-life" : "kq-life kq-dead",
