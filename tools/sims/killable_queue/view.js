@@ -80,6 +80,12 @@ function triangle(x, y, size) {
     points: `${x},${y - size} ${x + half},${y} ${x - half},${y}` });
 }
 
+// A restart: a bracket opening the new life. A kill at the same moment is a
+// cross inside it; both show.
+function startMark(x, y) {
+  return `M${x + 5},${y - 10}H${x}V${y + 10}H${x + 5}`;
+}
+
 // Alive and dead stretches of one worker's time in view: [from, to, alive].
 function lives(worker, history, since, now) {
   const mine = (list, alive) => list.filter((mark) => mark.worker === worker.index)
@@ -173,13 +179,15 @@ function lanePicture(worker, state, scale, ids) {
         d: `M${at - 6},${middle - 6}L${at + 6},${middle + 6}M${at - 6},${middle + 6}` +
           `L${at + 6},${middle - 6}` }));
     word(kill, at + 6, "killed", 0, "above", "below");
+    taken.ahead.push([at - 7, at + 7]);
     plot.append(kill);
   }
   for (const start of state.history.restarts.filter((r) => r.worker === worker.index)) {
     const at = x(start.time);
     const restart = svg("g", { class: "kq-restart" },
-      svg("path", { class: "kq-start", d: `M${at},${middle - 9}V${middle + 9}` }));
+      svg("path", { class: "kq-start", d: startMark(at, middle) }));
     word(restart, at + 3, "restarted", 4, "below", "above");
+    taken.ahead.push([at - 1, at + 6]);
     plot.append(restart);
   }
   placeWords(words, heights, taken, scale.right);
@@ -250,11 +258,11 @@ function describe(state) {
 }
 
 // The picture's key: a small drawing and words for each kind of mark.
-function legend() {
+function legend(hatch) {
   const key = (drawing, words) => el("li", {},
     svg("svg", { width: 28, height: 16, viewBox: "0 0 28 16", "aria-hidden": "true" }, drawing),
     ` ${words}`);
-  const hatched = svg("pattern", { id: "kq-key-hatch", width: 5, height: 5,
+  const hatched = svg("pattern", { id: hatch, width: 5, height: 5,
     patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
   svg("line", { class: "kq-hatch", x1: 0, y1: 0, x2: 0, y2: 5 }));
   return el("ul", { class: "kq-legend" },
@@ -262,7 +270,7 @@ function legend() {
       "a job held: from its claim to its ack"),
     key([svg("defs", {}, hatched), svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26,
       height: 10 }), svg("rect", { class: "kq-danger", x: 1, y: 3, width: 26, height: 10,
-      fill: "url(#kq-key-hatch)" })],
+      fill: `url(#${hatch})` })],
     "danger zone for a worker that dies: its email sent, its ack not; the job will be sent " +
       "twice"),
     key([svg("rect", { class: "kq-lease", x: 1, y: 5, width: 26, height: 6 }),
@@ -275,6 +283,7 @@ function legend() {
     key([svg("line", { class: "kq-life kq-dead", x1: 0, x2: 28, y1: 8, y2: 8 }),
       svg("path", { class: "kq-cross", d: "M8,2L20,14M8,14L20,2" })],
     "killed, then dead (dashed) until restarted"),
+    key(svg("path", { class: "kq-start", d: startMark(10, 8) }), "restarted: a new process"),
     key(triangle(14, 14, 12), "a duplicate email"));
 }
 
@@ -318,7 +327,7 @@ export default function killableQueue(body, { act, announce }) {
     }
   }).observe(frame);
   body.append(controls,
-    el("section", {}, el("h3", {}, "The workers over time"), frame, legend()),
+    el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
       el("section", {}, el("h3", {}, "Workers"),
         scrolling(el("table", {}, el("thead", {}, el("tr", {},
