@@ -4,7 +4,9 @@ on the capstone's own library (code/capstone/tinyq.py) and a real SQLite file.
 The reader enqueues jobs, kills any worker at any moment (even after it has
 sent an email and before it has acknowledged it), restarts it and sets the
 lease; leases count down, run out, and another worker takes the job over;
-the outbox lists every email, duplicates marked.
+the outbox lists every email, duplicates marked. The state keeps a short
+history for the page's picture: each claim of the last minute, with its
+send, its lease and how it ended, and when workers died and were restarted.
 
 Time is virtual: nothing sleeps and nothing reads the wall clock, and
 nothing is left to chance (tinyq's fencing tokens count claims; no dice),
@@ -324,6 +326,7 @@ class KillableQueue:
         """Keep what the last HISTORY_SECONDS can show: a claim still open, or
         whose end or lease falls inside them (a dead worker's lease runs on)."""
         since = self.ms - to_ms(HISTORY_SECONDS)
+
         def last_seen(claim):
             if claim["end"] == "killed":
                 return max(claim["ended"], claim["lease_until"])
