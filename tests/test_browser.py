@@ -831,3 +831,18 @@ def test_the_killable_queue_picture_marks_the_duplicate_by_shape_and_word(watche
     expect(lane(sim, 0).locator(".kq-duplicate")).to_have_count(0)  # the first send was not
     expect(sim.locator(".kq-picture svg desc")).to_contain_text("duplicate")
     assert watched.problems == []
+
+
+def test_the_killable_queue_picture_fits_a_phone(browser, site_url):
+    """On a 390 px phone the picture is drawn to the width it has: nothing
+    of it reaches past its box, and the lease left still has its words."""
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, "when-workers-die-leases.html", "killable-queue")
+    press(sim, "Add a job", "Step to the next event")
+    frame = sim.locator(".kq-picture").bounding_box()
+    drawn = sim.locator(".kq-picture svg").bounding_box()
+    assert frame["x"] <= drawn["x"] and drawn["x"] + drawn["width"] <= frame["x"] + frame["width"]
+    words = lane(sim, 0).get_by_text("5.0 s left").bounding_box()
+    assert words["x"] + words["width"] <= drawn["x"] + drawn["width"]
+    context.close()
