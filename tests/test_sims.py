@@ -10,8 +10,8 @@ import pytest
 
 from helpers import ask, run_program
 from sims import api
-from sims.killable_queue.engine import (ACK_SECONDS, POLL_SECONDS, SEND_SECONDS,
-                                        KillableQueue)
+from sims.killable_queue.engine import (ACK_SECONDS, HISTORY_SECONDS, POLL_SECONDS,
+                                        SEND_SECONDS, KillableQueue)
 from sims.race import engine as race
 
 
@@ -245,9 +245,86 @@ def test_the_state_is_json(sim):
     sim.kill(0)
     state = sim.state()
     assert json.loads(json.dumps(state)) == state
-    assert {"time", "lease", "workers", "jobs", "outbox", "events", "tasks"} <= set(state)
+    assert {"time", "lease", "workers", "jobs", "outbox", "events", "tasks",
+            "history"} <= set(state)
     assert state["workers"][1] == {"index": 1, "name": "worker 2", "alive": True,
                                    "phase": "sent", "job": 2, "seconds_left": 0.3}
+
+
+def test_the_history_keeps_each_claim_its_send_its_lease_and_how_it_ended(sim):
+    """What the picture draws: each claim on its worker's lane, from the
+    claim to the ack (or the kill), the send inside it, the lease it was given."""
+    sim.enqueue(1)
+    tick_until(sim, phase(0, "sent"))
+    sim.tick(ACK_SECONDS / 2)
+    sim.kill(0)
+    state = tick_until(sim, all_done)
+    killed_at = SEND_SECONDS + ACK_SECONDS / 2
+    taken_at = 5.0 + POLL_SECONDS        # the first poll after the 5 s lease ran out
+    assert state["history"]["seconds"] == HISTORY_SECONDS
+    assert state["history"]["claims"] == [
+        {"worker": 0, "job": 1, "token": 1, "claimed": 0.0, "sent": SEND_SECONDS,
+         "ended": killed_at, "end": "killed", "lease_until": 5.0, "duplicate": False},
+        {"worker": 1, "job": 1, "token": 2, "claimed": taken_at,
+         "sent": taken_at + SEND_SECONDS, "ended": taken_at + SEND_SECONDS + ACK_SECONDS,
+         "end": "done", "lease_until": taken_at + 5.0, "duplicate": True}]
+    assert state["history"]["deaths"] == [{"worker": 0, "time": killed_at}]
+    assert state["history"]["restarts"] == []
+
+
+def test_the_history_of_a_claim_still_running_is_open(sim):
+    sim.enqueue(1)
+    sim.step()                                   # worker 1 claims job 1
+    sim.tick(0.5)
+    claim, = sim.state()["history"]["claims"]
+    assert (claim["sent"], claim["ended"], claim["end"]) == (None, None, None)
+    assert claim["lease_until"] == 5.0
+    sim.tick(SEND_SECONDS - 0.4)                 # 2.1 s: sent at 2.0 s, the ack due at 2.5 s
+    claim, = sim.state()["history"]["claims"]
+    assert (claim["sent"], claim["ended"]) == (SEND_SECONDS, None)
+
+
+def test_a_slow_workers_lost_ack_ends_its_claim_as_lost(opened):
+    sim = opened(KillableQueue, lease=1.9)
+    sim.enqueue(1)
+    state = tick_until(sim, lambda state: events(state, "lost"))
+    first, second = state["history"]["claims"]
+    assert (first["worker"], first["end"], first["lease_until"]) == (0, "lost", 1.9)
+    assert first["ended"] == SEND_SECONDS + ACK_SECONDS > first["lease_until"]
+    assert (second["worker"], second["end"]) == (1, None)
+
+
+def test_a_kill_and_a_restart_at_the_same_moment_are_both_kept(sim):
+    sim.tick(1)
+    sim.kill(2)
+    sim.restart(2)
+    history = sim.state()["history"]
+    assert history["deaths"] == [{"worker": 2, "time": 1.0}]
+    assert history["restarts"] == [{"worker": 2, "time": 1.0}]
+    assert history["claims"] == []               # it held nothing
+
+
+def test_the_history_forgets_what_ended_before_its_window(sim):
+    sim.enqueue(1)
+    sim.tick(1)
+    sim.kill(1)                                  # worker 2 holds nothing
+    tick_until(sim, all_done)
+    assert len(sim.state()["history"]["claims"]) == 1
+    sim.tick(HISTORY_SECONDS - 1)                # the claim ended at 2.5 s
+    assert len(sim.state()["history"]["claims"]) == 1
+    assert sim.state()["history"]["deaths"] == []   # at 1.0 s: older than the window
+    sim.tick(1)
+    assert sim.state()["history"]["claims"] == []
+
+
+def test_a_dead_workers_claim_stays_in_the_history_while_its_lease_runs(opened):
+    sim = opened(KillableQueue, lease=100)
+    sim.enqueue(1)
+    sim.step()
+    sim.kill(0)                                  # at 0.0 s, holding job 1 until 100 s
+    sim.tick(HISTORY_SECONDS + 10)
+    claim, = sim.state()["history"]["claims"]
+    assert (claim["end"], claim["lease_until"]) == ("killed", 100.0)
 
 
 def test_bad_arguments_are_refused(sim):

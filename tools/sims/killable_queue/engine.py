@@ -4,7 +4,9 @@ on the capstone's own library (code/capstone/tinyq.py) and a real SQLite file.
 The reader enqueues jobs, kills any worker at any moment (even after it has
 sent an email and before it has acknowledged it), restarts it and sets the
 lease; leases count down, run out, and another worker takes the job over;
-the outbox lists every email, duplicates marked.
+the outbox lists every email, duplicates marked. The state keeps a short
+history for the page's picture: each claim of the last minute, with its
+send, its lease and how it ended, and when workers died and were restarted.
 
 Time is virtual: nothing sleeps and nothing reads the wall clock, and
 nothing is left to chance (tinyq's fencing tokens count claims; no dice),
@@ -31,6 +33,7 @@ SEND_SECONDS = 2.0      # talking to the mail server
 ACK_SECONDS = 0.5       # sent, not yet acknowledged: long enough to kill it there
 POLL_SECONDS = 0.5      # an idle worker asks for a job this often
 EVENTS_KEPT = 50
+HISTORY_SECONDS = 60    # how far back the picture can look
 NAMES = ("ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal", "ivy", "jon", "kim", "liz")
 TASKS = {
     "die-holding": "kill a worker while it holds a job",
@@ -75,6 +78,7 @@ class Worker:
         self.queue = queue
         self.phase = "idle"             # idle, sending, sent, dead
         self.job = None                 # the tinyq.Job it holds
+        self.claim = None               # and that claim's entry in the history
         self.due = due                  # ms; when its phase ends or it polls again
 
     @property
@@ -99,6 +103,9 @@ class KillableQueue:
         self.last_holder = {}            # job id -> the worker that claimed it last
         self.announced = set()           # (job id, token) of claims whose lease we said ran out
         self.earned = set()              # task ids
+        # What the picture draws, for the last HISTORY_SECONDS: each claim on
+        # its worker's lane, and when workers died and were started again.
+        self.claims, self.deaths, self.restarts = [], [], []
 
     # ---- the clock and the connections
 
@@ -140,6 +147,8 @@ class KillableQueue:
                      else "before sending the email")
             self._log("killed", f"{worker.name} was killed holding job {worker.job.id}, {where}")
             self.earned.add("die-holding")
+            self._end_claim(worker, "killed")
+        self.deaths.append({"worker": worker.index, "time": self.now()})
         worker.queue.close()             # a dead process's connection goes with it
         worker.queue, worker.job, worker.phase, worker.due = None, None, "dead", None
         return None
@@ -151,6 +160,7 @@ class KillableQueue:
             return f"{worker.name} is running already"
         # A new process: a new connection, and no memory of what the old one held.
         worker.queue, worker.phase, worker.due = self._connect(), "idle", self.ms
+        self.restarts.append({"worker": worker.index, "time": self.now()})
         self._log("restarted", f"{worker.name} was restarted: a new process that holds nothing")
         return None
 
@@ -200,6 +210,7 @@ class KillableQueue:
             self.ms = max(self.ms, due)
             self._run_moment()
         self.ms = target
+        self._forget_old_history()
 
     def _next_due(self):
         dues = [w.due for w in self.workers if w.alive]
@@ -263,6 +274,11 @@ class KillableQueue:
         self.holder[job.id, job.token] = worker.name
         self.last_holder[job.id] = worker.name
         worker.job, worker.phase, worker.due = job, "sending", self.ms + to_ms(SEND_SECONDS)
+        worker.claim = {"worker": worker.index, "job": job.id, "token": job.token,
+                        "claimed": self.now(), "sent": None, "ended": None, "end": None,
+                        "lease_until": (self.ms + to_ms(worker.queue.lease)) / 1000,
+                        "duplicate": False}
+        self.claims.append(worker.claim)
         if job.attempts == 1:
             self._log("claimed", f"{worker.name} claimed job {job.id} (attempt 1)")
             return
@@ -284,6 +300,7 @@ class KillableQueue:
                   f"{worker.name} sent the email for job {job.id} to {address}{note}")
         if duplicate:
             self.earned.add("duplicate")
+        worker.claim["sent"], worker.claim["duplicate"] = self.now(), duplicate
         worker.phase, worker.due = "sent", self.ms + to_ms(ACK_SECONDS)
 
     def _ack(self, worker):
@@ -293,11 +310,31 @@ class KillableQueue:
             worker.queue.finish(job, "done")
         except tinyq.LeaseLost:
             # The fencing token is stale: the row is someone else's now.
+            self._end_claim(worker, "lost")
             self._log("lost", f"{worker.name} lost job {job.id}: another worker holds it, "
                               f"so its acknowledgement changed nothing")
         else:
+            self._end_claim(worker, "done")
             self._log("done", f"{worker.name} acknowledged job {job.id}: done")
         self._claim(worker)              # a worker asks for its next job at once
+
+    def _end_claim(self, worker, how):
+        worker.claim["ended"], worker.claim["end"] = self.now(), how
+        worker.claim = None
+
+    def _forget_old_history(self):
+        """Keep what the last HISTORY_SECONDS can show: a claim still open, or
+        whose end or lease falls inside them (a dead worker's lease runs on)."""
+        since = self.ms - to_ms(HISTORY_SECONDS)
+
+        def last_seen(claim):
+            if claim["end"] == "killed":
+                return max(claim["ended"], claim["lease_until"])
+            return claim["ended"]
+        self.claims = [claim for claim in self.claims
+                       if claim["ended"] is None or to_ms(last_seen(claim)) > since]
+        self.deaths = [death for death in self.deaths if to_ms(death["time"]) > since]
+        self.restarts = [start for start in self.restarts if to_ms(start["time"]) > since]
 
     def _log(self, kind, text):
         self.events_logged += 1
@@ -317,6 +354,10 @@ class KillableQueue:
             "events": list(self.events),
             "tasks": [{"id": key, "text": text, "done": key in self.earned}
                       for key, text in TASKS.items()],
+            "history": {"seconds": HISTORY_SECONDS,
+                        "claims": [dict(claim) for claim in self.claims],
+                        "deaths": [dict(death) for death in self.deaths],
+                        "restarts": [dict(start) for start in self.restarts]},
         }
 
     def _worker_state(self, worker):

@@ -1,8 +1,10 @@
 // The killable queue (Chapters 4 and 5): a producer, the jobs table and three
 // workers, all tinyq, on a virtual clock. The reader adds jobs, kills and
-// restarts workers, sets the lease, and plays or steps time.
+// restarts workers, sets the lease, and plays or steps time. A picture draws
+// the last minute or so: a lane per worker, each claim a bar, the lease left
+// a bar that shrinks, the danger zone hatched, kills and duplicates marked.
 
-import { el, player, scrolling, taskList } from "../dom.js";
+import { el, player, scrolling, svg, taskList } from "../dom.js";
 
 const TICK_MS = 200;                 // how often playing moves the clock
 const ANNOUNCED = new Set(["killed", "expired", "takeover", "duplicate", "lost"]);
@@ -10,6 +12,279 @@ const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
 
 function seconds(value) {
   return value === null || value === undefined ? "" : `${value.toFixed(1)} s`;
+}
+
+// ---- the picture: a lane per worker on a time axis, now near the right edge
+
+const NAMES_WIDTH = 70;          // px: the workers' names, left of the lanes
+const LOOK_BACK = 20;            // s: the least the picture shows of the past
+const AHEAD = 84;                // px: the least room right of now, for the lease left
+const AXIS = 26;                 // px: the time axis above the lanes
+const LANE = 58;                 // px: one worker's lane
+const SMALL = 11;                // px: the font of the words on the lanes
+const CHAR = 0.62;               // a monospace character's width, in ems
+let pictures = 0;                // to give each picture's pattern and clip their own ids
+
+function wordsWidth(text) {
+  return text.length * SMALL * CHAR;
+}
+
+// Which stretch of time the picture shows, and where a moment goes (x in px).
+// For the first 20 s, time 0 is at the left edge and now moves right, like
+// a pen on a roll of paper; from then on now stays put, the paper moves
+// left, and the picture zooms out until it holds the history's minute. The
+// lease ahead keeps room right of now. A phone holds less of the past, so
+// that a second stays 8 px wide.
+function scaleFor(state, width) {
+  const left = NAMES_WIDTH;
+  const right = width - 6;
+  const room = right - left;
+  const look = Math.min(Math.max(state.time, LOOK_BACK), state.history.seconds);
+  const ahead = state.lease + 1.5;
+  const aheadWidth = Math.min(Math.max(ahead * (room / (look + ahead)), AHEAD), room * 0.45);
+  const perSecond = Math.max((room - aheadWidth) / look, 8);
+  const since = Math.max(state.time - (room - aheadWidth) / perSecond, 0);
+  const round = (value) => Math.round(value * 10) / 10;
+  const x = (time) => round(left + (time - since) * perSecond);
+  return { left, right, perSecond, since, x, now: state.time, nowX: x(state.time) };
+}
+
+// The words of a lane's marks, the weightiest first (a kill, a duplicate,
+// the lease left), the latest first among equals: each goes on the first of
+// its rows with room for it at its mark or a little right of it, and is left
+// out if there is none (its mark still shows, and the key says what it is).
+// So no words cover others, nor a mark's shape, even when a kill and a
+// restart fall at the same moment.
+function placeWords(words, heights, taken, right) {
+  const fits = (row, from, to) => to <= right
+    && taken[row].every(([start, end]) => to <= start || end <= from);
+  for (const word of words.sort((a, b) => a.rank - b.rank || b.x - a.x)) {
+    const width = wordsWidth(word.text);
+    for (const row of word.rows) {
+      const x = [0, 8, 16, 24].map((push) => word.x + push)
+        .find((at) => fits(row, at - 3, at + width + 3));
+      if (x !== undefined) {
+        taken[row].push([x - 3, x + width + 3]);
+        word.into.append(svg("text", { x: x.toFixed(1), y: heights[row], class: "kq-words" },
+          word.text));
+        break;
+      }
+    }
+  }
+}
+
+// A warning triangle with its point up, its base centred on x at y.
+function triangle(x, y, size) {
+  const half = size / 2;
+  return svg("polygon", { class: "kq-warning",
+    points: `${x},${y - size} ${x + half},${y} ${x - half},${y}` });
+}
+
+// A restart: a bracket opening the new life. A kill at the same moment is a
+// cross inside it; both show.
+function startMark(x, y) {
+  return `M${x + 5},${y - 10}H${x}V${y + 10}H${x + 5}`;
+}
+
+// Alive and dead stretches of one worker's time in view: [from, to, alive].
+function lives(worker, history, since, now) {
+  const mine = (list, alive) => list.filter((mark) => mark.worker === worker.index)
+    .map((mark) => [mark.time, alive]);
+  // At one moment a worker can be killed then restarted, never the other way.
+  const marks = [...mine(history.deaths, false), ...mine(history.restarts, true)]
+    .sort((a, b) => a[0] - b[0] || Number(a[1]) - Number(b[1]));
+  let alive = marks.length ? !marks[0][1] : worker.alive;
+  let from = since;
+  const stretches = [];
+  for (const [time, becomes] of marks) {
+    stretches.push([from, time, alive]);
+    [from, alive] = [time, becomes];
+  }
+  stretches.push([from, now, alive]);
+  return stretches;
+}
+
+function lanePicture(worker, state, scale, ids) {
+  const { x, now } = scale;
+  const top = AXIS + worker.index * LANE;
+  const middle = top + 24;
+  // Rows of words: over the bars, beside them right of now, under the lease.
+  const heights = { above: top + 11, ahead: top + 28, below: top + 54 };
+  const words = [];
+  const taken = { above: [], ahead: [], below: [] };    // stretches of each row in use
+  // A mark scrolled off to the left takes its words with it.
+  const word = (into, at, text, rank, ...rows) => at >= scale.left && words.push(
+    { into, text, rank, rows, x: at });
+  const plot = svg("g", { "clip-path": `url(#${ids.clip})` });
+  for (const [from, to, alive] of lives(worker, state.history, scale.since, now)) {
+    plot.append(svg("line", { class: alive ? "kq-life" : "kq-life kq-dead",
+      x1: x(from), x2: x(to), y1: middle, y2: middle }));
+  }
+  for (const claim of state.history.claims.filter((c) => c.worker === worker.index)) {
+    const held = svg("g", { class: "kq-job", "data-job": claim.job });
+    const start = x(claim.claimed);
+    const end = x(claim.ended ?? now);
+    held.append(svg("rect", { class: `kq-claim kq-end-${claim.end ?? "open"}`,
+      x: start, y: top + 16, width: Math.max(end - start, 1), height: 16 }));
+    if (claim.sent !== null) {
+      const sent = x(claim.sent);
+      held.append(
+        svg("rect", { class: "kq-danger", x: sent, y: top + 16, width: Math.max(end - sent, 1),
+          height: 16, fill: `url(#${ids.hatch})` }),
+        svg("line", { class: "kq-send", x1: sent, x2: sent, y1: top + 13, y2: top + 35 }));
+      if (claim.duplicate) {
+        const duplicate = svg("g", { class: "kq-duplicate" }, triangle(sent, top + 13, 11));
+        word(duplicate, sent + 8, "duplicate", 1, "above", "below");
+        taken.above.push([sent - 7, sent + 7]);
+        held.append(duplicate);
+      }
+    }
+    if (claim.end === "lost") {
+      // Its lease ran out while it worked: its ack came too late and changed nothing.
+      word(held, end + 3, "ack refused", 5, "above", "below");
+    }
+    const seen = Math.max(start, scale.left);
+    const name = [`job ${claim.job}`, String(claim.job)]
+      .find((text) => wordsWidth(text) + 6 <= end - seen);
+    if (name) {
+      held.append(svg("text", { class: "kq-words kq-job-name", x: seen + 3, y: top + 28 }, name));
+    }
+    // The lease matters while nobody has acknowledged the claim (a dead
+    // worker's runs on), and to a worker still at work when it ran out.
+    const open = claim.end === null || claim.end === "killed";
+    const until = x(claim.lease_until);
+    if (open || claim.ended > claim.lease_until) {
+      held.append(svg("rect", { class: "kq-lease", x: start, y: top + 37,
+        width: Math.max(until - start, 1), height: 6 }));
+    }
+    if (open && now < claim.lease_until) {
+      const from = x(Math.max(now, claim.claimed));
+      held.append(svg("rect", { class: "kq-lease-left", x: from, y: top + 37,
+        width: Math.max(until - from, 0), height: 6 }));
+      word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_until - now)} left`,
+        2, "ahead");
+    } else if (claim.lease_until <= now && (open || claim.ended > claim.lease_until)) {
+      const expired = svg("g", { class: "kq-expired" }, svg("polygon", { class: "kq-diamond",
+        points: `${until},${top + 34} ${until + 5},${top + 40} ${until},${top + 46} ` +
+          `${until - 5},${top + 40}` }));
+      word(expired, until + 7, "lease ran out", 3, "below", "above");
+      held.append(expired);
+    }
+    plot.append(held);
+  }
+  for (const death of state.history.deaths.filter((d) => d.worker === worker.index)) {
+    const at = x(death.time);
+    const kill = svg("g", { class: "kq-kill", "data-x": at },
+      svg("path", { class: "kq-cross",
+        d: `M${at - 6},${middle - 6}L${at + 6},${middle + 6}M${at - 6},${middle + 6}` +
+          `L${at + 6},${middle - 6}` }));
+    word(kill, at + 6, "killed", 0, "above", "below");
+    taken.ahead.push([at - 7, at + 7]);
+    plot.append(kill);
+  }
+  for (const start of state.history.restarts.filter((r) => r.worker === worker.index)) {
+    const at = x(start.time);
+    const restart = svg("g", { class: "kq-restart" },
+      svg("path", { class: "kq-start", d: startMark(at, middle) }));
+    word(restart, at + 3, "restarted", 4, "below", "above");
+    taken.ahead.push([at - 1, at + 6]);
+    plot.append(restart);
+  }
+  placeWords(words, heights, taken, scale.right);
+  return svg("g", { class: "kq-lane", "data-worker": worker.index },
+    svg("line", { class: "kq-lane-edge", x1: 0, x2: scale.right, y1: top + LANE, y2: top + LANE }),
+    svg("text", { class: "kq-name", x: 4, y: top + 26 }, worker.name),
+    svg("text", { class: "kq-words kq-doing", x: 4, y: top + 42 },
+      worker.alive ? worker.phase : "dead ✗"),
+    plot);
+}
+
+function axisPicture(state, scale, height) {
+  const { x, nowX, left, right } = scale;
+  const axis = svg("g", { class: "kq-axis" },
+    svg("rect", { class: "kq-ahead", x: nowX, y: AXIS - 6, width: right - nowX,
+      height: height - AXIS + 6 }),
+    svg("line", { class: "kq-axis-line", x1: left, x2: right, y1: AXIS - 6, y2: AXIS - 6 }));
+  const every = scale.perSecond * 5 >= 50 ? 5 : 10;
+  for (let time = Math.ceil(scale.since / every) * every; x(time) < right - 16; time += every) {
+    if (Math.abs(nowX - x(time)) < 56) {                // the words "now 12.5 s" are there
+      continue;
+    }
+    axis.append(svg("line", { class: "kq-tick", x1: x(time), x2: x(time), y1: AXIS - 9,
+      y2: AXIS - 6 }), svg("text", { class: "kq-words", x: x(time), y: AXIS - 12,
+      "text-anchor": "middle" }, `${time} s`));
+  }
+  axis.append(svg("line", { class: "kq-now", x1: nowX, x2: nowX, y1: AXIS - 10, y2: height }),
+    svg("text", { class: "kq-words kq-now-words", x: nowX, y: AXIS - 12, "text-anchor": "middle" },
+      `now ${seconds(state.time)}`));
+  return axis;
+}
+
+// What the picture shows now, in words, for a screen reader.
+function describe(state) {
+  const leaseOf = (claim) => {
+    const left = claim.lease_until - state.time;
+    return left > 0 ? `job ${claim.job} is leased for ${seconds(left)} more`
+      : `job ${claim.job}'s lease ran out`;
+  };
+  const sentences = [`Now ${seconds(state.time)}.`];
+  for (const worker of state.workers) {
+    const mine = state.history.claims.filter((claim) => claim.worker === worker.index);
+    const killed = mine.filter((claim) => claim.end === "killed").pop();
+    const holding = mine.find((claim) => claim.end === null);
+    const said = [];
+    if (!worker.alive) {
+      said.push(`${worker.name} is dead`);
+    } else if (!holding) {
+      said.push(`${worker.name} is idle`);
+    } else {
+      said.push(`${worker.name} holds job ${holding.job}, ` + (holding.sent === null
+        ? "sending its email" : "its email sent and not yet acknowledged: the danger zone"),
+      leaseOf(holding));
+    }
+    if (killed) {
+      said.push(`it was killed at ${seconds(killed.ended)} holding job ${killed.job}, ` +
+        (killed.sent === null ? "before sending its email"
+          : "after sending its email, before acknowledging it"),
+      leaseOf(killed));
+    }
+    sentences.push(`${said.join("; ")}.`);
+  }
+  const duplicates = state.outbox.filter((email) => email.duplicate).length;
+  sentences.push(`The outbox holds ${state.outbox.length} email` +
+    `${state.outbox.length === 1 ? "" : "s"}` +
+    (duplicates ? `, ${duplicates} of them a duplicate.` : "."));
+  return sentences.join(" ");
+}
+
+// The picture's key: a small drawing and words for each kind of mark.
+function legend(hatch) {
+  const key = (drawing, words) => el("li", {},
+    svg("svg", { width: 28, height: 16, viewBox: "0 0 28 16", "aria-hidden": "true" }, drawing),
+    ` ${words}`);
+  const hatched = svg("pattern", { id: hatch, width: 5, height: 5,
+    patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
+  svg("line", { class: "kq-hatch", x1: 0, y1: 0, x2: 0, y2: 5 }));
+  return el("ul", { class: "kq-legend" },
+    key(svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26, height: 10 }),
+      "a job held: from its claim to its ack"),
+    key([svg("defs", {}, hatched), svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26,
+      height: 10 }), svg("rect", { class: "kq-danger", x: 1, y: 3, width: 26, height: 10,
+      fill: `url(#${hatch})` })],
+    "danger zone for a worker that dies: its email sent, its ack not; the job will be sent " +
+      "twice"),
+    key([svg("rect", { class: "kq-lease", x: 1, y: 5, width: 26, height: 6 }),
+      svg("rect", { class: "kq-lease-left", x: 12, y: 5, width: 15, height: 6 })],
+    "the lease left: nobody else may take the job"),
+    key(svg("rect", { class: "kq-claim kq-end-lost", x: 1, y: 3, width: 26, height: 10 }),
+      "dashed: its lease ran out before its ack, so the ack changed nothing"),
+    key(svg("polygon", { class: "kq-diamond", points: "14,2 20,8 14,14 8,8" }),
+      "lease ran out: another worker may take the job; a holder still at work does it too"),
+    key([svg("line", { class: "kq-life kq-dead", x1: 0, x2: 28, y1: 8, y2: 8 }),
+      svg("path", { class: "kq-cross", d: "M8,2L20,14M8,14L20,2" })],
+    "killed, then dead (dashed) until restarted"),
+    key(svg("path", { class: "kq-start", d: startMark(10, 8) }), "restarted: a new process"),
+    key(triangle(14, 14, 12), "a duplicate email"));
 }
 
 export default function killableQueue(body, { act, announce }) {
@@ -39,7 +314,20 @@ export default function killableQueue(body, { act, announce }) {
   const outbox = el("ol", { class: "sim-outbox" });
   const events = el("ol", { class: "sim-events" });
   const tasks = el("div");
+  pictures += 1;
+  const ids = { hatch: `kq-hatch-${pictures}`, clip: `kq-clip-${pictures}`,
+    title: `kq-title-${pictures}`, desc: `kq-desc-${pictures}` };
+  const picture = svg("svg", { role: "img", "aria-labelledby": ids.title,
+    "aria-describedby": ids.desc });
+  const frame = el("div", { class: "sim-picture kq-picture" }, picture);
+  let shown = null;                // the state drawn last, drawn again when the width changes
+  new ResizeObserver(() => {
+    if (shown && Number(picture.getAttribute("width")) !== width()) {
+      drawPicture(shown);
+    }
+  }).observe(frame);
   body.append(controls,
+    el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
       el("section", {}, el("h3", {}, "Workers"),
         scrolling(el("table", {}, el("thead", {}, el("tr", {},
@@ -53,6 +341,35 @@ export default function killableQueue(body, { act, announce }) {
       el("section", {}, el("h3", {}, "Outbox"), outbox),
       el("section", {}, el("h3", {}, "What happened"), events)),
     el("section", {}, el("h3", {}, "Try to"), tasks));
+
+  function width() {
+    return Math.max(frame.clientWidth, 300);
+  }
+
+  // Redrawn whole at each state, in place: nothing moves between two states,
+  // so there is no animation to calm for prefers-reduced-motion.
+  function drawPicture(state) {
+    shown = state;
+    const scale = scaleFor(state, width());
+    const height = AXIS + state.workers.length * LANE + 2;
+    const look = Math.round(state.time - scale.since);
+    const name = `The workers over time: the last ${look} s, up to now, ${seconds(state.time)}, ` +
+      "and the leases ahead";
+    picture.setAttribute("width", width());
+    picture.setAttribute("height", height);
+    picture.setAttribute("viewBox", `0 0 ${width()} ${height}`);
+    picture.replaceChildren(
+      svg("title", { id: ids.title }, name),
+      svg("desc", { id: ids.desc }, describe(state)),
+      svg("defs", {},
+        svg("pattern", { id: ids.hatch, width: 6, height: 6, patternUnits: "userSpaceOnUse",
+          patternTransform: "rotate(45)" },
+        svg("line", { class: "kq-hatch", x1: 0, y1: 0, x2: 0, y2: 6 })),
+        svg("clipPath", { id: ids.clip }, svg("rect", { x: scale.left, y: 0,
+          width: scale.right - scale.left, height }))),
+      axisPicture(state, scale, height),
+      ...state.workers.map((worker) => lanePicture(worker, state, scale, ids)));
+  }
 
   function setLease() {
     if (lease.reportValidity()) {      // else the browser says what the box takes
@@ -108,6 +425,7 @@ export default function killableQueue(body, { act, announce }) {
     events.replaceChildren(...state.events.slice(-8).map((event) =>
       el("li", { class: `event-${event.kind}` }, event.text)));
     tasks.replaceChildren(taskList(state.tasks));
+    drawPicture(state);
     const news = state.events.filter((event) => event.n > lastEvent && ANNOUNCED.has(event.kind))
       .map((event) => event.text);
     if (news.length) {
