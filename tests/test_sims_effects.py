@@ -262,9 +262,11 @@ AFTER = {                       # crash point: how many steps came before it, in
 
 
 @pytest.mark.parametrize("protection", COLUMNS)
-def test_each_protection_reports_its_steps_and_where_each_crash_falls(protection):
+def test_each_protection_reports_its_steps_and_where_each_crash_falls(matrix, protection):
     state = CrashTiming(protection).state()
     assert [station["label"] for station in state["stations"]] == STATIONS[protection]
+    names = {column["id"]: column["name"] for column in matrix["columns"]}
+    assert [item["name"] for item in state["protections"]] == [names[key] for key in COLUMNS]
     assert {point["id"]: point["after"] for point in state["crash_points"]} == AFTER[protection]
 
 

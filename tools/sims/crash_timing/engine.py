@@ -545,7 +545,8 @@ class CrashTiming:
         return {
             "protection": self.protection,
             "crash": self.crash,
-            "protections": [{"id": key, "label": label} for key, label in PROTECTIONS.items()],
+            "protections": [{"id": key, "label": label, "name": NAMES[key]}
+                            for key, label in PROTECTIONS.items()],
             "crash_points": self.crash_points(),
             "stations": [dict(station) for station in self.surveyed()["stations"]],
             "outcomes": {crash: dict(found)
