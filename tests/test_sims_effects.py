@@ -744,17 +744,24 @@ def test_api_round_trip_for_the_o7_story(instances):
 # ---- the text programs
 
 def test_the_crash_timing_program_prints_the_matrix_aligned():
+    """Each crash point on a line of its own, its cells on the next, under
+    the protections' names: no line wider than 100 columns."""
     lines = run_program("crash-timing").splitlines()
-    header = next(line for line in lines if line.startswith("crash point"))
+    assert max(len(line) for line in lines) <= 100
+    header = lines[lines.index("crash point") + 1]
     starts = [header.index(crash_timing.NAMES[column] + " ") for column in COLUMNS[:-1]]
     starts.append(header.index(crash_timing.NAMES[COLUMNS[-1]]))
     assert starts == sorted(starts)
-    row = next(line for line in lines if line.startswith("after the effect  "))
-    assert [row[start:].split("  ")[0] for start in starts] == [
+
+    def cells(crash):
+        row = lines[lines.index(crash) + 1]
+        return [row[start:].split("  ")[0] for start in starts]
+
+    assert cells("after the effect") == [
         "duplicate (2)", "exactly once (1)", "exactly once (1)", "n/a", "exactly once (1)"]
-    row = next(line for line in lines if line.startswith("after the effect, before its key"))
-    assert [row[start:].split("  ")[0] for start in starts] == [
+    assert cells("after the effect, before its key is recorded") == [
         "n/a", "n/a", "duplicate (2)", "exactly once (1)", "n/a"]
+    assert cells("after the ack, before the effect")[-1] == "lost (0)"
 
 
 def test_the_payment_program_prints_the_run():

@@ -574,16 +574,21 @@ def say_cell(cell):
 
 
 def print_matrix(matrix):
+    """Each crash point on a line of its own and its cells, indented, on the
+    next, under the protections' names: narrow enough for a terminal."""
     columns = matrix["columns"]
-    table = [["crash point"] + [column["name"] for column in columns]]
+    table = [[column["name"] for column in columns]]
+    labels = ["crash point"]
     for row in matrix["rows"]:
         cells = matrix["cells"][row["id"]]
-        table.append([row["label"]] + [say_cell(cells[column["id"]]) for column in columns])
-    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    for number, line in enumerate(table):
-        print("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip())
+        table.append([say_cell(cells[column["id"]]) for column in columns])
+        labels.append(row["label"])
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    for number, (label, line) in enumerate(zip(labels, table)):
+        print(label)
+        print("  " + "  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip())
         if number == 0:
-            print("  ".join("-" * width for width in widths))
+            print("  " + "  ".join("-" * width for width in widths))
 
 
 def main(argv=None):
