@@ -38,7 +38,8 @@ function momentSaid(point) {
 const LINE_Y = 62;               // the line of the job's life
 const PAD = 44;                  // room for a label at either end
 const CHAR = 7.4;                // about one character of the picture's 12 px mono
-const HEIGHT = 196;
+const LABEL_Y = LINE_Y + 28;     // a station's label, its first line
+const LEADING = 14;              // and each line after it
 const MARKER_WIDTH = 64;
 const MARKER_HEIGHT = 80;
 
@@ -78,7 +79,7 @@ function wrap(label, width) {
 function label(text, x, y, width, attributes = {}) {
   const lines = wrap(text, width);
   return svg("text", { x, y, "text-anchor": "middle", ...attributes },
-    lines.map((line, number) => svg("tspan", { x, dy: number ? 14 : 0 },
+    lines.map((line, number) => svg("tspan", { x, dy: number ? LEADING : 0 },
       number < lines.length - 1 ? `${line} ` : line)));
 }
 
@@ -87,7 +88,7 @@ function crashPicture({ moved, settled }) {
   const title = svg("title");
   const desc = svg("desc", { id: "ct-picture-desc" });
   const drawing = svg("g");
-  const image = svg("svg", { role: "img", class: "ct-picture-image", height: HEIGHT,
+  const image = svg("svg", { role: "img", class: "ct-picture-image",
     "aria-describedby": desc.id }, title, desc, drawing);
   const mark = svg("g", { "aria-hidden": "true" });
   const marker = svg("svg", { class: "ct-marker", role: "slider", tabindex: "0",
@@ -127,33 +128,37 @@ function crashPicture({ moved, settled }) {
     const { width, gap, anchor } = place();
     const chars = Math.max(6, Math.floor(gap / CHAR) - 1);
     const stations = state.stations.length;
+    // The outcome goes below the longest label, however many lines it takes.
+    const lines = Math.max(...state.stations.map((station) => wrap(station.label, chars).length));
+    const below = LABEL_Y + (lines - 1) * LEADING + 44;
+    const height = below + 52;
     image.setAttribute("width", width);
-    image.setAttribute("viewBox", `0 0 ${width} ${HEIGHT}`);
+    image.setAttribute("height", height);
+    image.setAttribute("viewBox", `0 0 ${width} ${height}`);
     const line = svg("line", { class: "ct-line", x1: anchor(0), y1: LINE_Y, x2: anchor(stations),
       y2: LINE_Y });
     const stops = state.stations.map((station, number) => svg("g", {},
       svg("rect", { class: "ct-stop", x: anchor(number) - 7, y: LINE_Y - 7, width: 14,
         height: 14, rx: 2 }),
-      label(station.label, anchor(number), LINE_Y + 28, chars, { class: "ct-station" })));
+      label(station.label, anchor(number), LABEL_Y, chars, { class: "ct-station" })));
     const end = svg("g", {},
       svg("path", { class: "ct-end", d: `M${anchor(stations)} ${LINE_Y + 8}V${LINE_Y - 16}` +
         `l12 5l-12 5` }),
-      label("no crash", anchor(stations), LINE_Y + 28, chars, { class: "ct-end-label" }));
+      label("no crash", anchor(stations), LABEL_Y, chars, { class: "ct-end-label" }));
     const points = order.map((point, index) => {
       const found = state.outcomes[point.id];
       return svg("g", { class: `ct-point ${found.outcome.replace(/\W+/g, "-")}`,
         "data-crash": point.id }, point.id === "none" ? null :
         outcomeShape(found.outcome, xs[index], LINE_Y, 7));
     });
-    drawing.replaceChildren(line, ...stops, end, ...points, drawOutcome(width));
+    drawing.replaceChildren(line, ...stops, end, ...points, drawOutcome(width, below));
     moveMarker();
   }
 
   // The outcome of the crash at the marker: coins for the times the points
   // were added (a dashed empty one for none), its words, and a key.
-  function drawOutcome(width) {
+  function drawOutcome(width, y) {
     const { outcome, effects } = outcomeAt(at);
-    const y = 140;
     const coins = effects ? Array.from({ length: effects }, (_, number) =>
       svg("g", { class: "ct-coin" },
         svg("circle", { cx: PAD - 20 + number * 26, cy: y, r: 11 }),
@@ -186,11 +191,12 @@ function crashPicture({ moved, settled }) {
     marker.setAttribute("aria-valuetext", `${momentSaid(point)}: ${outcome}, ${pointsSaid(effects)}`);
     const middle = MARKER_WIDTH / 2;
     const shape = point.id === "none"
-      ? svg("path", { class: "ct-flag", d: `M${middle - 6} ${LINE_Y - 4}V24l16 7l-16 7` })
+      ? svg("path", { class: "ct-arrow", d: `M${middle - 8} 24h16l-8 ${LINE_Y - 24 - 22}z` })
       : svg("path", { class: "ct-bolt", d: `M${middle + 5} 17L${middle - 8} 35h7l-4 ` +
           `${LINE_Y - 35 - 10}l14 -21h-7l5 -12z` });
     mark.replaceChildren(
-      svg("text", { x: middle, y: 12, "text-anchor": "middle", class: "ct-marker-label" },
+      svg("text", { x: middle, y: 12, "text-anchor": "middle",
+        class: `ct-marker-label${point.id === "none" ? " ct-safe" : ""}` },
         point.id === "none" ? "no crash" : "crash"),
       shape);
     const name = state.protections.find((item) => item.id === state.protection).name;
@@ -335,6 +341,8 @@ export default function crashTiming(body, { act, announce }) {
       el("button", { type: "button", onclick: showMatrix },
         "Show every crash and protection"),
       el("span", { class: "sim-clock" }, "no dice: the same choice always runs the same way")),
+    el("p", { class: "ct-hint" }, "Drag the crash along the job's life, or focus it and use " +
+      "the arrow keys: the outcome follows."),
     picture.element,
     detail,
     el("div", { class: "sim-panels" },
