@@ -855,3 +855,16 @@ def test_dragging_the_crash_marker_changes_the_outcome(watched, site_url):
     expect(outcome).to_have_text("✓ exactly once: the points added once")
     expect(marker).to_have_attribute("aria-valuenow", "0")
     assert watched.problems == []
+
+
+def test_the_crash_marker_glides_only_for_readers_who_allow_motion(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    glide = "(marker) => getComputedStyle(marker).transitionDuration"
+    assert crash_marker(sim).evaluate(glide) != "0s"
+    watched.emulate_media(reduced_motion="reduce")
+    assert crash_marker(sim).evaluate(glide) == "0s"
+    marker = crash_marker(sim)
+    marker.focus()
+    watched.keyboard.press("Home")                         # redrawn in place, at once
+    expect(marker).to_have_attribute("aria-valuenow", "0")
+    assert watched.problems == []
