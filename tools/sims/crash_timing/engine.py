@@ -52,6 +52,11 @@ Run it in a terminal (every crash point against every protection):
     python3 -m tools.sims crash-timing
 Or drive it from Python:
     sim = CrashTiming("none", "after-effect"); sim.run(); sim.state()
+    sim.choose("key-apart", "between-effect-and-key", run=True)   # chosen and run at once
+
+The state also holds what the page's picture draws: the chosen protection's
+steps in order (its stations), how many steps come before each crash point,
+and what a crash at each of its points leads to (its column of the matrix).
 """
 import argparse
 import shutil
@@ -445,11 +450,6 @@ def survey(protection):
                          for number, label in enumerate(stations, 1)],
             "points": [{"id": crash, "label": label, **passed[crash]}
                        for crash, label in CRASHES.items() if crash in passed]}
-
-
-def moments(protection):
-    """The moments this protection's code passes (see survey)."""
-    return survey(protection)["points"]
 
 
 def check(name, value, known):
