@@ -101,7 +101,7 @@ function crashPicture({ moved, settled }) {
   let at = 0;                    // the marker's place in that order
   let xs = [];                   // each crash point's x, for the width drawn
   let dragging = false;
-  let held = false;              // a new protection is asked for: its crash points are not here yet
+  let held = 0;                  // choices asked for and not answered: the points may change
 
   const outcomeAt = (index) => state.outcomes[order[index].id];
 
@@ -284,7 +284,6 @@ function crashPicture({ moved, settled }) {
   // has moved it since and the engine has not caught up (`keep`).
   function draw(newState, keep) {
     state = newState;
-    held = false;
     order = [...state.crash_points.filter((point) => point.id !== "none"),
       ...state.crash_points.filter((point) => point.id === "none")];
     const wanted = keep ? keep.id : state.crash;
@@ -292,7 +291,8 @@ function crashPicture({ moved, settled }) {
     redraw();
   }
 
-  return { element: box, draw, hold: () => { held = true; } };
+  // While the engine answers a new choice, the marker stays where it is.
+  return { element: box, draw, hold: (on) => { held += on ? 1 : -1; } };
 }
 
 export default function crashTiming(body, { act, announce }) {
@@ -362,8 +362,8 @@ export default function crashTiming(body, { act, announce }) {
 
   function choose() {
     playing.stop();
-    picture.hold();
-    act("choose", protection.value, crash.value);
+    picture.hold(true);
+    act("choose", protection.value, crash.value).finally(() => picture.hold(false));
   }
 
   // Run answers at once: the whole story and its outcome.
