@@ -5,7 +5,7 @@
 // with a crash marker the reader drags or moves with the keys: each move
 // runs the crash chosen, and the outcome redraws at once.
 
-import { el, player, scrolling, svg, taskList } from "../dom.js";
+import { el, player, scrolling, sideways, svg, taskList } from "../dom.js";
 
 const STEP_MS = 600;
 const MARKS = { "exactly once": "✓", duplicate: "⚠", lost: "✗", "n/a": "–" };
@@ -94,7 +94,9 @@ function crashPicture({ moved, settled }) {
   const marker = svg("svg", { class: "ct-marker", role: "slider", tabindex: "0",
     "aria-label": "When the worker dies", "aria-valuemin": "0", width: MARKER_WIDTH,
     height: MARKER_HEIGHT, viewBox: `0 0 ${MARKER_WIDTH} ${MARKER_HEIGHT}` }, mark);
-  const box = el("div", { class: "sim-picture ct-picture" }, image, marker);
+  // Narrower than its least width (a small phone), it scrolls sideways, and says so.
+  const box = el("div", { class: "sim-picture sim-scroll ct-picture" }, image, marker);
+  const element = el("div", {}, sideways(box, "picture"), box);
 
   let state = null;
   let order = [];                // the crash points, in the order of the job's life
@@ -292,7 +294,7 @@ function crashPicture({ moved, settled }) {
   }
 
   // While the engine answers a new choice, the marker stays where it is.
-  return { element: box, draw, hold: (on) => { held += on ? 1 : -1; } };
+  return { element, draw, hold: (on) => { held += on ? 1 : -1; } };
 }
 
 export default function crashTiming(body, { act, announce }) {
