@@ -180,7 +180,9 @@ function crashPicture({ moved, settled }) {
       return svg("g", { class: `ct-key ${kind.replace(/\W+/g, "-")}` },
         outcomeShape(kind, x, y + 40, 6), svg("text", { x: x + 12, y: y + 44 }, words));
     });
-    return svg("g", {}, ...coins, words, ...legend);
+    const whose = svg("text", { class: "ct-whose", x: PAD - 31, y: y - 19 },
+      "Bob's points:");
+    return svg("g", {}, whose, ...coins, words, ...legend);
   }
 
   // The marker at its crash point, and the slider's values in words.
