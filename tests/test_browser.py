@@ -859,3 +859,133 @@ def test_the_killable_queue_picture_fits_a_phone(browser, site_url):
     words = lane(sim, 0).get_by_text("5.0 s left").bounding_box()
     assert words["x"] + words["width"] <= drawn["x"] + drawn["width"]
     context.close()
+
+
+# ---- picture: crash timing
+
+def crash_marker(sim):
+    return sim.get_by_role("slider", name="When the worker dies")
+
+
+def test_the_crash_timing_picture_draws_the_steps_and_every_crash_points_outcome(watched,
+                                                                              site_url):
+    """The job's life as a line of stations, one per step of the chosen
+    protection's code; on it, each crash point drawn by the shape of its
+    outcome; and an image whose name and description say it all in words."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    picture = sim.get_by_role("img")
+    expect(sim.locator(".ct-station")).to_have_text(["claim", "add points", "ack"])
+    expect(sim.locator(".ct-point")).to_have_count(4)          # its four moments
+    expect(sim.locator('.ct-point[data-crash="after-effect"]')).to_have_class(
+        re.compile(r"\bduplicate\b"))
+    expect(sim.locator(".ct-point.duplicate .ct-two")).to_have_count(1)   # a shape, not a colour
+    expect(picture).to_have_accessible_name(re.compile(r"no protection: claim, add points, ack"))
+    expect(picture).to_have_accessible_description(
+        re.compile(r"A crash after the effect, before the ack: duplicate"))
+    sim.get_by_label("Protection").select_option("key-apart")
+    expect(sim.locator(".ct-station")).to_have_text(
+        ["claim", "add points", "record key", "ack"])
+    expect(sim.locator(".ct-point.duplicate")).to_have_attribute(
+        "data-crash", "between-effect-and-key")
+    sim.get_by_label("Protection").select_option("transaction")
+    expect(sim.locator(".ct-point.duplicate, .ct-point.lost")).to_have_count(0)
+    expect(sim.locator(".ct-point")).to_have_count(5)
+    assert watched.problems == []
+
+
+def test_the_crash_marker_is_a_slider_with_the_moment_in_words(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    marker = crash_marker(sim)
+    expect(marker).to_have_attribute("aria-valuemin", "0")
+    expect(marker).to_have_attribute("aria-valuemax", "3")     # no protection: 4 moments
+    expect(marker).to_have_attribute("aria-valuenow", "3")     # the page opens on no crash
+    expect(marker).to_have_attribute("aria-valuetext",
+                                     "no crash: exactly once, the points added once")
+    marker.focus()
+    watched.keyboard.press("Home")
+    expect(marker).to_have_attribute("aria-valuenow", "0")
+    expect(marker).to_have_attribute(
+        "aria-valuetext", "crash after the claim, before the effect: exactly once, "
+                          "the points added once")
+    expect(sim.get_by_label("Crash")).to_have_value("after-claim")
+    watched.keyboard.press("End")
+    expect(marker).to_have_attribute("aria-valuenow", "3")
+    expect(sim.get_by_label("Crash")).to_have_value("none")
+    sim.get_by_label("Protection").select_option("key-apart")
+    expect(marker).to_have_attribute("aria-valuemax", "4")
+    expect(sim.locator(".ct-station")).to_have_count(4)
+    marker.focus()
+    watched.keyboard.press("Home")
+    watched.keyboard.press("ArrowRight")
+    expect(marker).to_have_attribute("aria-valuetext", re.compile(
+        r"^crash after the points were committed, before the worker records their key .*: "
+        r"duplicate, the points added twice$"))
+    assert watched.problems == []
+
+
+def test_the_arrow_keys_move_the_crash_and_the_outcome_redraws(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    marker, outcome = crash_marker(sim), sim.locator(".ct-outcome")
+    expect(outcome).to_have_text("✓ exactly once: the points added once")
+    marker.focus()
+    watched.keyboard.press("ArrowLeft")                        # from no crash: after the ack
+    expect(marker).to_have_attribute("aria-valuenow", "2")
+    watched.keyboard.press("ArrowLeft")
+    expect(marker).to_have_attribute("aria-valuenow", "1")
+    expect(outcome).to_have_text("⚠ duplicate: the points added twice")
+    expect(sim.locator(".ct-coin")).to_have_count(2)          # Bob's points, as coins
+    answered(sim)
+    expect(sim.locator(".sim-result")).to_have_text("Outcome: ⚠ duplicate (2 effects)")
+    expect(task_done(sim, "duplicate")).to_have_class("done")  # it ran, for real
+    expect(sim.locator("[aria-live=polite]")).to_have_text(
+        "Crash after the effect, before the ack: ⚠ duplicate (2 effects)")
+    sim.get_by_label("Protection").select_option("ack-first")
+    expect(sim.locator(".ct-station")).to_have_text(["claim", "ack", "add points"])
+    marker.focus()
+    watched.keyboard.press("Home")
+    watched.keyboard.press("ArrowRight")
+    expect(outcome).to_have_text("✗ lost: the points never added")
+    expect(sim.locator(".ct-coin")).to_have_count(0)
+    expect(sim.locator(".ct-no-coin")).to_have_count(1)
+    expect(task_done(sim, "lost")).to_have_class("done")
+    assert watched.problems == []
+
+
+def test_dragging_the_crash_marker_changes_the_outcome(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    marker, outcome = crash_marker(sim), sim.locator(".ct-outcome")
+    sim.scroll_into_view_if_needed()
+
+    def centre(locator):
+        box = locator.bounding_box()
+        return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    def drag_to(crash):
+        watched.mouse.move(*centre(marker))
+        watched.mouse.down()
+        x, _ = centre(sim.locator(f'.ct-point[data-crash="{crash}"]'))
+        watched.mouse.move(x, centre(marker)[1], steps=8)
+        watched.mouse.up()
+
+    drag_to("after-effect")
+    expect(marker).to_have_attribute("aria-valuenow", "1")
+    expect(outcome).to_have_text("⚠ duplicate: the points added twice")
+    expect(sim.get_by_label("Crash")).to_have_value("after-effect")
+    expect(task_done(sim, "duplicate")).to_have_class("done")
+    drag_to("after-claim")
+    expect(outcome).to_have_text("✓ exactly once: the points added once")
+    expect(marker).to_have_attribute("aria-valuenow", "0")
+    assert watched.problems == []
+
+
+def test_the_crash_marker_glides_only_for_readers_who_allow_motion(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    glide = "(marker) => getComputedStyle(marker).transitionDuration"
+    assert crash_marker(sim).evaluate(glide) != "0s"
+    watched.emulate_media(reduced_motion="reduce")
+    assert crash_marker(sim).evaluate(glide) == "0s"
+    marker = crash_marker(sim)
+    marker.focus()
+    watched.keyboard.press("Home")                         # redrawn in place, at once
+    expect(marker).to_have_attribute("aria-valuenow", "0")
+    assert watched.problems == []

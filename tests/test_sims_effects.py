@@ -236,8 +236,58 @@ def test_the_crash_timing_state_is_json():
     state = sim.state()
     assert json.loads(json.dumps(state)) == state
     assert {"protection", "crash", "protections", "crash_points", "timeline", "outcome",
-            "effects", "tasks"} <= set(state)
+            "effects", "tasks", "stations", "outcomes"} <= set(state)
     assert {"t", "who", "what", "kind"} == set(state["timeline"][0])
+
+
+# ---- crash timing: what the picture draws (the steps as stations, the
+# crash points between them, and each one's outcome)
+
+STATIONS = {
+    "none": ["claim", "add points", "ack"],
+    "key": ["claim", "add points + key", "ack"],
+    "key-apart": ["claim", "add points", "record key", "ack"],
+    "transaction": ["claim", "write points", "commit + ack"],
+    "ack-first": ["claim", "ack", "add points"],
+}
+AFTER = {                       # crash point: how many steps came before it, in each protection
+    "none": {"after-claim": 1, "after-effect": 2, "after-ack": 3, "none": 3},
+    "key": {"after-claim": 1, "after-effect": 2, "after-ack": 3, "none": 3},
+    "key-apart": {"after-claim": 1, "between-effect-and-key": 2, "after-effect": 3,
+                  "after-ack": 4, "none": 4},
+    "transaction": {"after-claim": 1, "between-effect-and-key": 2, "in-transaction": 2,
+                    "after-ack": 3, "none": 3},
+    "ack-first": {"after-claim": 1, "between-ack-and-effect": 2, "after-effect": 3, "none": 3},
+}
+
+
+@pytest.mark.parametrize("protection", COLUMNS)
+def test_each_protection_reports_its_steps_and_where_each_crash_falls(matrix, protection):
+    state = CrashTiming(protection).state()
+    assert [station["label"] for station in state["stations"]] == STATIONS[protection]
+    names = {column["id"]: column["name"] for column in matrix["columns"]}
+    assert [item["name"] for item in state["protections"]] == [names[key] for key in COLUMNS]
+    assert {point["id"]: point["after"] for point in state["crash_points"]} == AFTER[protection]
+
+
+@pytest.mark.parametrize("protection", COLUMNS)
+def test_the_state_holds_every_crash_points_outcome_as_the_matrix_has_it(matrix, protection):
+    outcomes = CrashTiming(protection).state()["outcomes"]
+    offered = [crash for crash in EXPECTED if cell(matrix, crash, protection)[0] != "n/a"]
+    assert list(outcomes) == offered
+    assert {crash: (found["outcome"], found["effects"]) for crash, found in outcomes.items()} \
+        == {crash: cell(matrix, crash, protection) for crash in offered}
+
+
+def test_choose_can_run_the_choice_at_once():
+    sim = CrashTiming("key", "after-claim")
+    assert sim.choose("none", "after-effect", True) == "duplicate"
+    state = sim.state()
+    assert (state["protection"], state["crash"], state["outcome"], state["effects"]) == \
+        ("none", "after-effect", "duplicate", 2)
+    assert tasks(state)["duplicate"] and state["timeline"]
+    assert sim.choose(crash="after-ack") is None          # without run: nothing run yet
+    assert sim.state()["outcome"] is None
 
 
 # ---- payment: the flaky bank, run by tinyq
@@ -694,17 +744,24 @@ def test_api_round_trip_for_the_o7_story(instances):
 # ---- the text programs
 
 def test_the_crash_timing_program_prints_the_matrix_aligned():
+    """Each crash point on a line of its own, its cells on the next, under
+    the protections' names: no line wider than 100 columns."""
     lines = run_program("crash-timing").splitlines()
-    header = next(line for line in lines if line.startswith("crash point"))
+    assert max(len(line) for line in lines) <= 100
+    header = lines[lines.index("crash point") + 1]
     starts = [header.index(crash_timing.NAMES[column] + " ") for column in COLUMNS[:-1]]
     starts.append(header.index(crash_timing.NAMES[COLUMNS[-1]]))
     assert starts == sorted(starts)
-    row = next(line for line in lines if line.startswith("after the effect  "))
-    assert [row[start:].split("  ")[0] for start in starts] == [
+
+    def cells(crash):
+        row = lines[lines.index(crash) + 1]
+        return [row[start:].split("  ")[0] for start in starts]
+
+    assert cells("after the effect") == [
         "duplicate (2)", "exactly once (1)", "exactly once (1)", "n/a", "exactly once (1)"]
-    row = next(line for line in lines if line.startswith("after the effect, before its key"))
-    assert [row[start:].split("  ")[0] for start in starts] == [
+    assert cells("after the effect, before its key is recorded") == [
         "n/a", "n/a", "duplicate (2)", "exactly once (1)", "n/a"]
+    assert cells("after the ack, before the effect")[-1] == "lost (0)"
 
 
 def test_the_payment_program_prints_the_run():

@@ -52,6 +52,11 @@ Run it in a terminal (every crash point against every protection):
     python3 -m tools.sims crash-timing
 Or drive it from Python:
     sim = CrashTiming("none", "after-effect"); sim.run(); sim.state()
+    sim.choose("key-apart", "between-effect-and-key", run=True)   # chosen and run at once
+
+The state also holds what the page's picture draws: the chosen protection's
+steps in order (its stations), how many steps come before each crash point,
+and what a crash at each of its points leads to (its column of the matrix).
 """
 import argparse
 import shutil
@@ -218,11 +223,17 @@ class Worker:
         self.story.tick()
         return self.queue.work_one()
 
+    def step(self, label):
+        """One step of the job's life done: a survey notes it, in order, as a
+        station of the picture; a crash point comes after the steps before it."""
+        if self.story.survey:
+            self.story.stations.append(label)
+
     def moment(self, crash, label):
         """A place where this worker can die. It dies if this is the moment the
         reader chose and nobody has died yet; a survey only notes it passed."""
         story = self.story
-        story.passed.setdefault(crash, label)
+        story.passed.setdefault(crash, {"detail": label, "after": len(story.stations)})
         if crash != story.crash or story.crashed_at is not None or story.survey:
             return
         story.crashed_at = label
@@ -260,6 +271,7 @@ class Worker:
         self.story.tick()
         with job.complete() as db:
             add_points(db, job, self.name)
+            self.step("write points")
             self.log(f"BEGIN IMMEDIATE; added {POINTS} points in the queue's own database, "
                      f"not committed yet", "effect")
             self.moment("between-effect-and-key", "right after the points' write, inside the "
@@ -267,6 +279,7 @@ class Worker:
                                                   "the ack records them")
             self.moment("in-transaction", "inside the open transaction, before the commit")
             self.story.tick()
+        self.step("commit + ack")
         self.log(f"COMMIT: the points and job {job.id}'s done, together", "ack")
         self.moment("after-ack", "after the commit of the points and the ack")
 
@@ -281,6 +294,7 @@ class Worker:
     # ---- the steps they share
 
     def claimed(self, job):
+        self.step("claim")
         until = self.story.now + LEASE_SECONDS
         self.log(f"claimed job {job.id} (attempt {job.attempts}); "
                  f"its lease runs until {until:g} s", "claim")
@@ -290,6 +304,7 @@ class Worker:
     def effect(self, job, key):
         self.story.tick()
         added = ask_for_points(self.story.service, job, key)
+        self.step("add points" if key is None else "add points + key")
         sent = "with no key" if key is None else f"with key {key}"
         did = (f"it added {POINTS} points" if added
                else "it had seen the key and added nothing")
@@ -297,13 +312,18 @@ class Worker:
 
     def points_apart(self, job, key):
         self.story.tick()
+        # Its two steps, around the moment between them: the points, and
+        # then their key, recorded apart.
+        self.step("add points")
         points_keyed_by_hand(self.queue.db, job, self.name, key, self.moment,
                              lambda what: self.log(what, "effect"))
+        self.step("record key")
 
     def ack(self, job):
         self.story.tick()
         with job.complete():
             pass                     # nothing to write: this is only the ack
+        self.step("ack")
         self.log(f"acknowledged job {job.id}: done", "ack")
 
 
@@ -319,7 +339,8 @@ class Story:
         self.protection = protection
         self.crash = crash
         self.survey = survey
-        self.passed = {}                       # moment -> its label, in the order passed
+        self.passed = {}                       # moment -> its detail and the steps before it
+        self.stations = []                     # a survey's steps, in the order done
         self.now = 0.0
         self.timeline = []
         self.claimed_at = None
@@ -364,7 +385,7 @@ class Story:
         self.log("producer", f"queued job {job_id}: add {POINTS} loyalty points to Bob", "queued")
         self._run_worker(1)
         if self.survey:
-            return {"passed": self.passed}
+            return {"passed": self.passed, "stations": self.stations}
         if self.crashed_at is None and self.crash != "none":
             self.log("explorer", "the worker never passed that moment: this protection does "
                                  "not have it", "n/a")
@@ -416,14 +437,19 @@ def play(protection, crash):
                  check("crash", crash, CRASHES)).play()
 
 
-def moments(protection):
-    """The moments this protection's code passes, in the order of a job's
-    life: each with the matrix row's name, and its detail, what it is in
-    that code. Found by running the job once without a crash."""
-    passed = Story(protection, "none", survey=True).play()["passed"]
-    passed["none"] = "the job runs to the end"
-    return [{"id": crash, "label": label, "detail": passed[crash]}
-            for crash, label in CRASHES.items() if crash in passed]
+def survey(protection):
+    """Run the job once without a crash: the steps this protection's code
+    takes, in order (the picture's stations), and the moments it passes, in
+    the order of a job's life, each with the matrix row's name, its detail
+    (what it is in that code), and how many steps came before it. No crash
+    comes after every step."""
+    found = Story(protection, "none", survey=True).play()
+    passed, stations = found["passed"], found["stations"]
+    passed["none"] = {"detail": "the job runs to the end", "after": len(stations)}
+    return {"stations": [{"id": f"step-{number}", "label": label}
+                         for number, label in enumerate(stations, 1)],
+            "points": [{"id": crash, "label": label, **passed[crash]}
+                       for crash, label in CRASHES.items() if crash in passed]}
 
 
 def check(name, value, known):
@@ -440,7 +466,8 @@ class CrashTiming:
         effect, the danger zone, where the protection has that moment."""
         self.protection = check("protection", protection, PROTECTIONS)
         self.crash = "after-effect"
-        self.moments = {}                     # protection -> its moments, as surveyed
+        self.surveys = {}                     # protection -> its stations and moments
+        self.outcomes = {}                    # protection -> each moment's outcome
         self.seen = {}                        # (protection, crash) -> outcome, from run()
         self.earned = set()
         self.last = None                      # the result of the last run()
@@ -451,16 +478,31 @@ class CrashTiming:
 
     def crash_points(self, protection=None):
         """The moments this protection's code passes (surveyed once, then kept)."""
-        protection = protection or self.protection
-        if protection not in self.moments:
-            self.moments[protection] = moments(protection)
-        return [dict(point) for point in self.moments[protection]]
+        return [dict(point) for point in self.surveyed(protection)["points"]]
 
-    def choose(self, protection=None, crash=None):
+    def surveyed(self, protection=None):
+        protection = protection or self.protection
+        if protection not in self.surveys:
+            self.surveys[protection] = survey(protection)
+        return self.surveys[protection]
+
+    def outcomes_of(self, protection):
+        """What a crash at each of the protection's moments leads to: its
+        column of the matrix, each run afresh (once, then kept)."""
+        if protection not in self.outcomes:
+            self.outcomes[protection] = {}
+            for point in self.crash_points(protection):
+                result = play(protection, point["id"])
+                self.outcomes[protection][point["id"]] = {"outcome": result["outcome"],
+                                                          "effects": result["effects"]}
+        return self.outcomes[protection]
+
+    def choose(self, protection=None, crash=None, run=False):
         """Pick a protection, a crash point, or both. A moment the protection
         lacks is refused, unless the protection changes in the same call (a
         page sends both its choices at once): then, as when no moment is
-        given, a moment the new protection lacks falls back to no crash."""
+        given, a moment the new protection lacks falls back to no crash.
+        With run, the choice is run at once: its outcome."""
         chosen = self.protection if protection is None else check(
             "protection", protection, PROTECTIONS)
         available = [point["id"] for point in self.crash_points(chosen)]
@@ -471,6 +513,7 @@ class CrashTiming:
                                  f"its moments: {', '.join(available)}")
             wanted = "none"
         self.protection, self.crash, self.last = chosen, wanted, None
+        return self.run() if run else None
 
     def run(self):
         """Run the chosen story once; its outcome."""
@@ -502,8 +545,12 @@ class CrashTiming:
         return {
             "protection": self.protection,
             "crash": self.crash,
-            "protections": [{"id": key, "label": label} for key, label in PROTECTIONS.items()],
+            "protections": [{"id": key, "label": label, "name": NAMES[key]}
+                            for key, label in PROTECTIONS.items()],
             "crash_points": self.crash_points(),
+            "stations": [dict(station) for station in self.surveyed()["stations"]],
+            "outcomes": {crash: dict(found)
+                         for crash, found in self.outcomes_of(self.protection).items()},
             "lease": LEASE_SECONDS,
             "timeline": [dict(step) for step in last.get("timeline", [])],
             "outcome": last.get("outcome"),
@@ -527,16 +574,21 @@ def say_cell(cell):
 
 
 def print_matrix(matrix):
+    """Each crash point on a line of its own and its cells, indented, on the
+    next, under the protections' names: narrow enough for a terminal."""
     columns = matrix["columns"]
-    table = [["crash point"] + [column["name"] for column in columns]]
+    table = [[column["name"] for column in columns]]
+    labels = ["crash point"]
     for row in matrix["rows"]:
         cells = matrix["cells"][row["id"]]
-        table.append([row["label"]] + [say_cell(cells[column["id"]]) for column in columns])
-    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
-    for number, line in enumerate(table):
-        print("  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip())
+        table.append([say_cell(cells[column["id"]]) for column in columns])
+        labels.append(row["label"])
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    for number, (label, line) in enumerate(zip(labels, table)):
+        print(label)
+        print("  " + "  ".join(text.ljust(width) for text, width in zip(line, widths)).rstrip())
         if number == 0:
-            print("  ".join("-" * width for width in widths))
+            print("  " + "  ".join("-" * width for width in widths))
 
 
 def main(argv=None):
