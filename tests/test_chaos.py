@@ -442,11 +442,16 @@ def test_a_stuck_run_ends_with_exit_status_2(folder):
 # opened for appending (one short write per line, so lines never mix), then
 # acknowledges. A SIGKILL can land anywhere, between the two included. It and
 # FILL run in the copy's capstone/, beside tinyq.py, as chaos.py does.
+# OPEN_QUEUE makes the queue: tinyq's on SQLite here, tinyq_pg's on
+# PostgreSQL in test_tinyq_pg.py.
+OPEN_QUEUE = """
+import tinyq
+queue = tinyq.Queue("queue.db", lease=0.2, max_attempts=1000)
+"""
+
 CHECKED_WORKER = """
 import os, time
-import tinyq
-
-queue = tinyq.Queue("queue.db", lease=0.2, max_attempts=1000)
+{open_queue}
 log = os.open("deliveries.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
 @queue.handler("noop")
@@ -463,9 +468,7 @@ while True:
 """
 
 FILL = """
-import tinyq
-
-queue = tinyq.Queue("queue.db", lease=0.2, max_attempts=1000)
+{open_queue}
 with queue.transaction():
     for value in range({jobs}):
         queue.enqueue("noop", {{"value": value}})
@@ -518,9 +521,13 @@ def test_killed_workers_lose_no_job(folder, capsys):
     least once (none lost), nothing runs that was not enqueued, and every job
     ends done. Jobs run twice (a kill between the work and the ack) are
     counted and reported: at-least-once delivery allows them."""
-    jobs, capstone_folder = 10_000, folder / "capstone"
-    (capstone_folder / "fill.py").write_text(FILL.format(jobs=jobs))
-    (capstone_folder / "worker.py").write_text(CHECKED_WORKER)
+    check_killed_workers(folder / "capstone", OPEN_QUEUE, capsys)
+
+
+def check_killed_workers(capstone_folder, open_queue, capsys, jobs=10_000):
+    """The queue check, with the queue that open_queue makes."""
+    (capstone_folder / "fill.py").write_text(FILL.format(open_queue=open_queue, jobs=jobs))
+    (capstone_folder / "worker.py").write_text(CHECKED_WORKER.format(open_queue=open_queue))
     subprocess.run([sys.executable, "fill.py"], cwd=capstone_folder, check=True)
     kills = kill_workers_until_drained(capstone_folder, 4, random.Random(1))
 
@@ -529,11 +536,12 @@ def test_killed_workers_lose_no_job(folder, capsys):
     lost = set(range(jobs)) - set(runs)
     unexpected = set(runs) - set(range(jobs))
     duplicates = sum(count - 1 for count in runs.values())
-    db = sqlite3.connect(capstone_folder / "queue.db")
-    statuses = dict(db.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
-    db.close()
+    statuses = subprocess.run(
+        [sys.executable, "-c", open_queue + "print(repr(queue.counts()))"],
+        cwd=capstone_folder, check=True, capture_output=True, text=True).stdout
     with capsys.disabled():
         print(f"\nqueue check: {jobs} jobs, {kills} workers killed, {len(lost)} lost, "
               f"{len(unexpected)} unexpected, {duplicates} run twice or more")
-    assert (len(lost), len(unexpected), statuses) == (0, 0, {"done": jobs})
+    assert (len(lost), len(unexpected)) == (0, 0)
+    assert statuses == repr({"queued": 0, "running": 0, "done": jobs, "dead": 0}) + "\n"
     assert kills >= 10 and duplicates > 0   # the kills were real, and some hit mid-job

@@ -186,3 +186,18 @@ def test_queues_starting_at_once_make_the_schema_once(postgresql, load_tinyq_pg)
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_killed_workers_lose_no_job(source_folder, postgresql, tmp_path, monkeypatch, capsys):
+    """test_chaos.py's queue check (10,000 jobs, 4 workers killed with SIGKILL
+    at random and restarted), with tinyq_pg on PostgreSQL: none lost, none
+    unexpected, every job done, and the jobs run twice counted."""
+    from test_chaos import check_killed_workers
+    folder = tmp_path / "capstone"
+    folder.mkdir()
+    shutil.copy(CODE / "capstone" / "tinyq.py", folder)
+    shutil.copy(require(source_folder, "capstone/tinyq_pg.py"), folder)
+    monkeypatch.setenv("DATABASE", postgresql)
+    open_queue = ("import os, tinyq_pg\n"
+                  "queue = tinyq_pg.Queue(os.environ['DATABASE'], lease=0.2, max_attempts=1000)\n")
+    check_killed_workers(folder, open_queue, capsys)
