@@ -845,3 +845,24 @@ def test_the_payment_bars_draw_a_charge_in_flight_as_pending(watched, site_url):
     answered(sim)
     expect(bars.locator('[data-part="pending"]')).to_have_count(0)
     assert watched.problems == []
+
+
+def test_the_payment_picture_follows_the_theme_and_keeps_still_when_asked(watched, site_url):
+    """The marks take the page's own colours, in either theme, and the
+    newest fades in only for a reader who has not asked for less motion."""
+    watched.emulate_media(color_scheme="light", reduced_motion="no-preference")
+    sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
+    sim.get_by_role("button", name="Step one attempt").click()
+    newest = sim.locator(".pay-attempt.pay-new")
+    expect(newest).to_have_count(1)
+
+    def looks():
+        return newest.evaluate("""(mark) => [mark.querySelector(".pay-took"),
+            mark.querySelector(".pay-label"), mark].map((part) => getComputedStyle(part))
+            .map((style, i) => i < 2 ? style.fill : style.animationName)""")
+    dot, words, motion = looks()
+    assert dot == words and motion != "none"
+    watched.emulate_media(color_scheme="dark", reduced_motion="reduce")
+    dark_dot, dark_words, still = looks()
+    assert dark_dot == dark_words != dot and still == "none"
+    assert watched.problems == []

@@ -78,7 +78,9 @@ function statusOf(job, state) {
   if (!last) {
     return "waiting its turn";
   }
-  return `retry at ${seconds(last.retry_at)}` +
+  const when = last.retry_at > state.time ? `retry at ${seconds(last.retry_at)}`
+    : `due since ${seconds(last.retry_at)}`;
+  return when +
     (job.charged_times ? ` · ${charged}, pending` : "");
 }
 
@@ -238,9 +240,22 @@ export default function payment(body, { act, announce }) {
       ["more", "more than she owes (hatched)"]]) {
       const cents = state[`${part}_cents`];
       if (cents > 0) {
+        // As many lines as the width needs (a phone's is narrow): 6.7 px a
+        // character of the 11 px monospace font.
+        const fits = Math.floor((width - name) / 6.7);
+        const lines = [];
+        for (const word of `${dollars(cents)} ${words}`.split(" ")) {
+          const line = lines.length ? `${lines[lines.length - 1]} ${word}` : word;
+          if (lines.length && line.length <= fits) {
+            lines[lines.length - 1] = line;
+          } else {
+            lines.push(word);
+          }
+        }
         parts.push(svg("text", { class: "pay-part-label", "data-label": part, x: name, y },
-          `${dollars(cents)} ${words}`));
-        y += 16;
+          lines.map((line, i) => svg("tspan", { x: name, dy: i ? 14 : 0 },
+            i < lines.length - 1 ? `${line} ` : line))));
+        y += 14 * lines.length + 2;
       }
     }
     const orders = x(state.orders_cents);
