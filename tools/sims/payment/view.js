@@ -260,6 +260,8 @@ export default function payment(body, { act, announce }) {
     }
     const orders = x(state.orders_cents);
     bars.replaceChildren(
+      svg("desc", {}, `The dashed line marks all ${state.settings.charges} orders, ` +
+        `${dollars(state.orders_cents)}. Solid: what she owes; dotted: pending; hatched: more.`),
       svg("defs", {},
         svg("pattern", { id: "pay-hatch", width: "6", height: "6", patternUnits: "userSpaceOnUse",
           patternTransform: "rotate(45)" },
@@ -354,7 +356,15 @@ export default function payment(body, { act, announce }) {
         }).flat(),
         svg("text", { class: "pay-status", x: x(span) + 12, y: y + 4 }, said[row]));
     });
-    lanes.replaceChildren(axis, ...rows);
+    // For a screen reader, the same lanes in words.
+    const told = state.jobs.map((job, row) => {
+      const tries = entries.filter((entry) => entry.job === job.id).map((entry) =>
+        `${label(entry)} at ${seconds(entry.t)}` +
+        (entry.retry_at === null ? "" : `, a wait of ${seconds(entry.wait)}`));
+      return `Job ${job.id}: ${tries.length ? tries.join("; ") : "not tried yet"}; ` +
+        `${said[row].replace(/[✓✗⚠] ?/g, "").replace(" · ", ", ")}.`;
+    });
+    lanes.replaceChildren(svg("desc", {}, told.join(" ")), axis, ...rows);
     lanes.setAttribute("width", Math.ceil(width));
     lanes.setAttribute("height", height);
     lanes.setAttribute("viewBox", `0 0 ${Math.ceil(width)} ${height}`);
