@@ -293,9 +293,17 @@ export default function payment(body, { act, announce }) {
   function drawLanes(state) {
     const entries = state.timeline;
     const said = state.jobs.map((job) => statusOf(job, state));
-    // 7.3 px a character of the 12 px monospace font, and some room.
-    const lane = 58, top = 34, name = 54,
-      status = 24 + 7.3 * Math.max(...said.map((words) => words.length));
+    // 7.3 px a character of the 12 px monospace font, and some room. Where
+    // there is little room (a phone), each lane has a heading line, its job
+    // and its status, rather than a column on either side, so that both are
+    // seen without scrolling.
+    const room = Math.max(280, lanesBox.clientWidth || 600);
+    const narrow = room < 560;
+    const heading = (job, row) => (narrow ? `job ${job.id} · ${said[row]}` : said[row]);
+    const longest = (narrow ? 6.7 : 7.3) *     // the heading's font is 11 px
+      Math.max(...state.jobs.map((job, row) => heading(job, row).length));
+    const lane = narrow ? 74 : 58, top = 34, first = narrow ? 40 : 20;
+    const name = narrow ? 24 : 54, status = narrow ? 8 : 24 + longest;
     const span = Math.max(1, state.time,
       ...entries.map((entry) => entry.retry_at ?? entry.end));
     // Room for the words under the marks: two rows of them, taking turns,
@@ -305,11 +313,11 @@ export default function payment(body, { act, announce }) {
       const mine = entries.filter((entry) => entry.job === job.id);
       mine.slice(1).forEach((entry, i) => { closest = Math.min(closest, entry.t - mine[i].t); });
     }
-    const fit = (Math.max(280, lanesBox.clientWidth || 600) - name - status - 16) / span;
+    const fit = (room - name - status - 16) / span;
     const perSecond = Math.min(Math.max(fit, 40 / closest, 60), 6000 / span);
     const x = (t) => name + 8 + t * perSecond;
-    const width = x(span) + status;
-    const height = top + lane * state.jobs.length + 4;
+    const width = Math.max(x(span) + status, narrow ? longest + 4 : 0);
+    const height = top + lane * state.jobs.length + first - 16;
     const axis = svg("g", { class: "pay-axis" },
       svg("line", { x1: x(0), x2: x(span), y1: top - 8, y2: top - 8 }),
       ticks(span, perSecond).map((t) => svg("g", {},
@@ -320,12 +328,12 @@ export default function payment(body, { act, announce }) {
       svg("text", { class: "pay-now-label", x: x(state.time) + 3, y: height - 2 }, "now"));
     const newest = entries[entries.length - 1];
     const rows = state.jobs.map((job, row) => {
-      const y = top + lane * row + 20;
+      const y = top + lane * row + first;
       const mine = entries.filter((entry) => entry.job === job.id);
       let free = -Infinity;       // where this lane's last wait label ends
       return svg("g", { class: `pay-lane pay-${job.status}`, "data-job": job.id },
         svg("line", { class: "pay-lane-line", x1: x(0), x2: x(span), y1: y, y2: y }),
-        svg("text", { x: 0, y: y + 4 }, `job ${job.id}`),
+        narrow ? null : svg("text", { x: 0, y: y + 4 }, `job ${job.id}`),
         mine.map((entry, i) => {
           const at = Math.max(x(entry.t) + R, (x(entry.t) + x(entry.end)) / 2);
           const words = `attempt ${entry.attempt} at ${seconds(entry.t)}: ${label(entry)}; ` +
@@ -354,7 +362,9 @@ export default function payment(body, { act, announce }) {
           }
           return marks;
         }).flat(),
-        svg("text", { class: "pay-status", x: x(span) + 12, y: y + 4 }, said[row]));
+        svg("text", { class: narrow ? "pay-status pay-heading" : "pay-status",
+          x: narrow ? 0 : x(span) + 12,
+          y: narrow ? y - 26 : y + 4 }, heading(job, row)));
     });
     // For a screen reader, the same lanes in words.
     const told = state.jobs.map((job, row) => {
