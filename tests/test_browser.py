@@ -866,3 +866,31 @@ def test_the_payment_picture_follows_the_theme_and_keeps_still_when_asked(watche
     dark_dot, dark_words, still = looks()
     assert dark_dot == dark_words != dot and still == "none"
     assert watched.problems == []
+
+
+OUTSIDE = """(svg) => [...svg.querySelectorAll("text")].filter((text) => {
+    const box = text.getBBox();
+    return box.x < 0 || box.x + box.width > svg.width.baseVal.value;
+}).map((text) => text.textContent).concat(
+    svg.getBoundingClientRect().width > svg.parentElement.clientWidth ? ["(the svg)"] : [])"""
+
+
+def test_on_a_phone_the_payment_pictures_fit_their_words(browser, site_url):
+    """At 390 px the bars and every word about them fit the page; the lanes
+    of a short run fit too, each headed by its job and what became of it."""
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER_8, "payment")
+    sim.get_by_role("button", name="Step one attempt").click()
+    answered(sim)
+    lanes = sim.locator("svg.pay-timeline")
+    expect(lanes.locator('.pay-lane[data-job="1"] .pay-status')).to_contain_text("job 1")
+    assert lanes.evaluate(OUTSIDE) == []
+    sim.get_by_label("Keys", exact=True).select_option("fresh")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(sim.locator(".sim-result")).to_contain_text("more")
+    answered(sim)
+    bars = sim.locator("svg.pay-bars")
+    expect(bars.locator('[data-part="more"]')).to_have_count(1)
+    assert bars.evaluate(OUTSIDE) == []
+    context.close()
