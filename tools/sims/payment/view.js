@@ -12,6 +12,10 @@ function dollars(cents) {
   return `$${(cents / 100).toFixed(2)}`;
 }
 
+function many(count, one, more = `${one}s`) {
+  return `${count} ${count === 1 ? one : more}`;
+}
+
 function seconds(value) {
   return `${value.toFixed(2)} s`;
 }
@@ -67,7 +71,8 @@ function ticks(span, perSecond, room = 64) {
 
 function statusOf(job, state) {
   const charged = job.charged_times === 0 ? "nothing taken" :
-    job.charged_times === 1 ? "charged once" : job.charged_times === 2 ? "⚠ charged twice" : `⚠ charged ${job.charged_times} times`;
+    job.charged_times === 1 ? "charged once" :
+    job.charged_times === 2 ? "⚠ charged twice" : `⚠ charged ${job.charged_times} times`;
   if (job.status === "done") {
     return `✓ done · ${charged}`;
   }
@@ -204,8 +209,8 @@ export default function payment(body, { act, announce }) {
       svg("svg", { width: "26", height: "22", viewBox: "-13 -12 26 22", "aria-hidden": "true" },
         glyph(0, 0, event, took)), words);
     return el("p", { class: "pay-legend" },
-      key("approved", true, "charged: the bank took $10 and the worker saw it"),
-      key("lost reply", true, "reply lost: the bank took $10, the worker saw a timeout"),
+      key("approved", true, "charged: the bank took the money and the worker saw it"),
+      key("lost reply", true, "reply lost: the bank took the money, the worker saw a timeout"),
       key("lost request", false, "request lost: the bank never saw it"),
       key("approved", false, "key seen: done, and the bank took nothing new"),
       el("span", { class: "pay-key" },
@@ -231,7 +236,7 @@ export default function payment(body, { act, announce }) {
       pieces.filter(([, cents]) => cents > 0).map(([part, cents, from]) => svg("rect", {
         "data-part": part, class: `pay-${part}`, x: x(from), y: rows[which],
         width: x(from + cents) - x(from), height: 16,
-        fill: part === "more" ? "url(#pay-hatch)" : part === "pending" ? "url(#pay-dots)" : null })),
+        fill: { more: "url(#pay-hatch)", pending: "url(#pay-dots)" }[part] })),
       svg("text", { class: "pay-amount", x: x(total) + 6, y: rows[which] + 12 }, dollars(total)),
       which === "actual" ? parts : null);
     const owed = state.expected_cents;
@@ -259,6 +264,7 @@ export default function payment(body, { act, announce }) {
       }
     }
     const orders = x(state.orders_cents);
+    const ordersSaid = `all ${state.settings.charges} orders: ${dollars(state.orders_cents)}`;
     bars.replaceChildren(
       svg("desc", {}, `The dashed line marks all ${state.settings.charges} orders, ` +
         `${dollars(state.orders_cents)}. Solid: what she owes; dotted: pending; hatched: more.`),
@@ -270,8 +276,9 @@ export default function payment(body, { act, announce }) {
         svg("pattern", { id: "pay-dots", width: "5", height: "5", patternUnits: "userSpaceOnUse" },
           svg("circle", { class: "pay-dot-fill", cx: "2.5", cy: "2.5", r: "1" }))),
       svg("line", { class: "pay-orders", x1: orders, x2: orders, y1: 14, y2: rows.actual + 22 }),
-      svg("text", { class: "pay-orders-label", x: Math.min(orders, width - 4), y: 10,
-        "text-anchor": "end" }, `all ${state.settings.charges} orders: ${dollars(state.orders_cents)}`),
+      // Its words end at the line, unless that would push them off the left.
+      svg("text", { class: "pay-orders-label", y: 10, "text-anchor": "end",
+        x: Math.min(Math.max(orders, ordersSaid.length * 6.7 + 2), width - 4) }, ordersSaid),
       bar("expected", "She owes", owed, [["owed", owed, 0]]),
       bar("actual", "Bank took", state.actual_cents, [["owed", owed, 0],
         ["pending", state.pending_cents, owed],
@@ -341,7 +348,8 @@ export default function payment(body, { act, announce }) {
           const marks = [svg("g", { class: "pay-attempt" + (entry === newest ? " pay-new" : ""),
             "data-event": entry.event, "data-charged": String(entry.charged) },
             svg("title", {}, words),
-            svg("line", { class: "pay-flight", x1: x(entry.t), x2: x(entry.end), y1: y, y2: y }), glyph(at, y, entry.event, entry.charged),
+            svg("line", { class: "pay-flight", x1: x(entry.t), x2: x(entry.end), y1: y, y2: y }),
+            glyph(at, y, entry.event, entry.charged),
             svg("text", { class: "pay-label", x: at, y: y + (i % 2 ? 32 : 21),
               "text-anchor": "middle" }, label(entry)))];
           if (entry.retry_at !== null) {
@@ -380,10 +388,12 @@ export default function payment(body, { act, announce }) {
     lanes.setAttribute("viewBox", `0 0 ${Math.ceil(width)} ${height}`);
     const count = (event) => entries.filter((entry) => entry.event === event).length;
     lanes.setAttribute("aria-label", entries.length === 0
-      ? `Attempts on a time axis: none yet; ${state.jobs.length} charge jobs wait their turn.`
-      : `Attempts on a time axis, now at ${seconds(state.time)}: ${entries.length} ` +
-        `attempts, ${count("lost request")} requests lost, ${count("lost reply")} replies ` +
-        `lost. Latest: job ${newest.job}, attempt ${newest.attempt}: ${label(newest)}` +
+      ? `Attempts on a time axis: none yet; ${many(state.jobs.length, "charge job")} ` +
+        "waiting."
+      : `Attempts on a time axis, now at ${seconds(state.time)}: ` +
+        `${many(entries.length, "attempt")}, ${many(count("lost request"), "request")} lost, ` +
+        `${many(count("lost reply"), "reply", "replies")} lost. ` +
+        `Latest: job ${newest.job}, attempt ${newest.attempt}: ${label(newest)}` +
         (newest.retry_at !== null ? `, then a wait of ${seconds(newest.wait)}.` : "."));
   }
 
