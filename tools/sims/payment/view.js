@@ -310,7 +310,7 @@ export default function payment(body, { act, announce }) {
     const longest = (narrow ? 6.7 : 7.3) *     // the heading's font is 11 px
       Math.max(...state.jobs.map((job, row) => heading(job, row).length));
     const lane = narrow ? 74 : 58, top = 34, first = narrow ? 40 : 20;
-    const name = narrow ? 24 : 54, status = narrow ? 8 : 24 + longest;
+    const name = narrow ? 24 : 54, status = narrow ? 4 : 12 + 24 + longest;
     const span = Math.max(1, state.time,
       ...entries.map((entry) => entry.retry_at ?? entry.end));
     // Room for the words under the marks: two rows of them, taking turns,
@@ -320,10 +320,18 @@ export default function payment(body, { act, announce }) {
       const mine = entries.filter((entry) => entry.job === job.id);
       mine.slice(1).forEach((entry, i) => { closest = Math.min(closest, entry.t - mine[i].t); });
     }
-    const fit = (room - name - status - 16) / span;
+    // Past the axis's end, room for the word "now" and the words under a
+    // last mark (the widest, "request lost", is some 40 px).
+    const tail = 44;
+    const fit = (room - name - 8 - tail - status) / span;
     const perSecond = Math.min(Math.max(fit, 40 / closest, 60), 6000 / span);
     const x = (t) => name + 8 + t * perSecond;
-    const width = Math.max(x(span) + status, narrow ? longest + 4 : 0);
+    const markAt = (entry) => Math.max(x(entry.t) + R, (x(entry.t) + x(entry.end)) / 2);
+    // The right edge of what is drawn: the axis, the word "now", and the
+    // words under the last marks (6.2 px a character at 10 px).
+    const right = Math.max(x(span), x(state.time) + 26,
+      ...entries.map((entry) => markAt(entry) + label(entry).length * 3.1 + 2));
+    const width = narrow ? Math.max(right, longest) + status : right + status;
     const height = top + lane * state.jobs.length + first - 16;
     const axis = svg("g", { class: "pay-axis" },
       svg("line", { x1: x(0), x2: x(span), y1: top - 8, y2: top - 8 }),
@@ -342,7 +350,7 @@ export default function payment(body, { act, announce }) {
         svg("line", { class: "pay-lane-line", x1: x(0), x2: x(span), y1: y, y2: y }),
         narrow ? null : svg("text", { x: 0, y: y + 4 }, `job ${job.id}`),
         mine.map((entry, i) => {
-          const at = Math.max(x(entry.t) + R, (x(entry.t) + x(entry.end)) / 2);
+          const at = markAt(entry);
           const words = `attempt ${entry.attempt} at ${seconds(entry.t)}: ${label(entry)}; ` +
             entry.bank;
           const marks = [svg("g", { class: "pay-attempt" + (entry === newest ? " pay-new" : ""),
@@ -371,7 +379,7 @@ export default function payment(body, { act, announce }) {
           return marks;
         }).flat(),
         svg("text", { class: narrow ? "pay-status pay-heading" : "pay-status",
-          x: narrow ? 0 : x(span) + 12,
+          x: narrow ? 0 : right + 12,
           y: narrow ? y - 26 : y + 4 }, heading(job, row)));
     });
     // For a screen reader, the same lanes in words.
