@@ -989,3 +989,161 @@ def test_the_crash_marker_glides_only_for_readers_who_allow_motion(watched, site
     watched.keyboard.press("Home")                         # redrawn in place, at once
     expect(marker).to_have_attribute("aria-valuenow", "0")
     assert watched.problems == []
+
+
+# ---- picture: payment
+
+ATTEMPTS = """(svg) => [...svg.querySelectorAll(".pay-attempt")].map((mark) => ({
+    job: mark.closest(".pay-lane").dataset.job, event: mark.dataset.event,
+    x: mark.getBBox().x, label: mark.querySelector(".pay-label")?.textContent,
+    took: !!mark.querySelector(".pay-took"), cross: !!mark.querySelector(".pay-cross"),
+    broken: !!mark.querySelector(".pay-broken"), tick: !!mark.querySelector(".pay-tick")}))"""
+
+
+def test_the_payment_picture_puts_each_attempt_on_the_time_axis(watched, site_url):
+    """Seed 1 loses job 1's first reply after the bank took the money: a
+    filled mark (money taken) with its reply broken on the way back, then a
+    wait as long as the text says, and every attempt after it in its lane,
+    each drawn by its shape and named in words."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
+    picture = sim.locator("svg.pay-timeline")
+    expect(picture).to_have_attribute("role", "img")
+    sim.get_by_role("button", name="Step one attempt").click()
+    lane = picture.locator('.pay-lane[data-job="1"]')
+    expect(lane.locator(".pay-attempt")).to_have_count(1)
+    first = lane.locator(".pay-attempt")
+    expect(first).to_have_attribute("data-event", "lost reply")
+    expect(first.locator(".pay-broken")).to_have_count(1)
+    expect(first.locator(".pay-took")).to_have_count(1)
+    expect(first.locator(".pay-label")).to_have_text("reply lost")
+    wait = re.search(r"retry in (\d+\.\d\d) s", sim.locator(".sim-events li").first.text_content())
+    expect(lane.locator(".pay-wait-label")).to_have_text(f"{wait[1]} s")
+    expect(picture).to_have_attribute("aria-label", re.compile(r"job 1.*reply lost"))
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(sim.locator(".sim-result")).to_contain_text("more")
+    answered(sim)
+    marks = picture.evaluate(ATTEMPTS)
+    assert len(marks) == sim.locator(".sim-events li").count() > 5
+    shapes = {"lost request": (False, True, False, False, "request lost"),
+              "lost reply": (True, False, True, False, "reply lost"),
+              "approved": (True, False, False, True, "charged")}
+    assert {mark["event"] for mark in marks} == set(shapes)
+    for mark in marks:
+        assert (mark["took"], mark["cross"], mark["broken"], mark["tick"],
+                mark["label"]) == shapes[mark["event"]], mark
+    for job in {mark["job"] for mark in marks}:
+        xs = [mark["x"] for mark in marks if mark["job"] == job]
+        assert xs == sorted(xs) and len(set(xs)) == len(xs), (job, xs)
+    expect(sim.locator(".pay-legend")).to_contain_text("request lost")
+    assert watched.problems == []
+
+
+def bar_width(sim, bar, part):
+    parts = sim.locator(f'svg.pay-bars [data-bar="{bar}"] [data-part="{part}"]')
+    return parts.bounding_box()["width"] if parts.count() else 0
+
+
+def test_the_payment_bars_show_what_alice_owes_and_what_the_bank_took(watched, site_url):
+    """Fresh keys, seed 1: she owes $50.00 and the bank took $80.00. The
+    actual bar is longer by the overcharge, drawn hatched and named with its
+    amount; a stable key makes the two bars the same."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
+    bars, result = sim.locator("svg.pay-bars"), sim.locator(".sim-result")
+    sim.get_by_label("Keys", exact=True).select_option("fresh")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(result).to_contain_text("more")
+    answered(sim)
+    owed, paid, more = re.search(r"should have paid \$(\S+); she has paid \$(\S+)\..*"
+                                 r": \$(\S+) more", result.inner_text()).groups()
+    expect(bars.locator('[data-bar="expected"] .pay-amount')).to_have_text(f"${owed}")
+    expect(bars.locator('[data-bar="actual"] .pay-amount')).to_have_text(f"${paid}")
+    hatched = bars.locator('[data-bar="actual"] [data-part="more"]')
+    expect(hatched).to_have_attribute("fill", re.compile(r"url\(#pay-hatch"))
+    expect(bars.locator('[data-bar="actual"] .pay-part-label')).to_contain_text(
+        f"${more} more")
+    expected, took = bar_width(sim, "expected", "owed"), bar_width(sim, "actual", "owed")
+    assert took == pytest.approx(expected, abs=1)
+    assert bar_width(sim, "actual", "more") == pytest.approx(
+        expected * float(more) / float(owed), abs=1.5)
+    expect(bars).to_have_attribute("aria-label", re.compile(rf"\${paid}.*\${more} more"))
+    sim.get_by_label("Keys", exact=True).select_option("stable")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(result).to_contain_text(": right")
+    answered(sim)
+    expect(bars.locator('[data-part="more"], [data-part="pending"]')).to_have_count(0)
+    assert bar_width(sim, "actual", "owed") == pytest.approx(bar_width(sim, "expected", "owed"))
+    assert watched.problems == []
+
+
+def test_the_payment_bars_draw_a_charge_in_flight_as_pending(watched, site_url):
+    """A stable key, seed 1, one attempt: the bank took $10.00 but the reply
+    was lost and job 1 will retry. That $10.00 is drawn as pending, apart,
+    not as more than she owes."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
+    bars = sim.locator("svg.pay-bars")
+    sim.get_by_label("Keys", exact=True).select_option("stable")
+    sim.get_by_role("button", name="Step one attempt").click()
+    expect(sim.locator(".sim-result")).to_contain_text("$10.00 for order 1, not done yet")
+    actual = bars.locator('[data-bar="actual"]')
+    expect(actual.locator('[data-part="pending"]')).to_have_count(1)
+    expect(actual.locator('[data-part="more"]')).to_have_count(0)
+    expect(actual.locator(".pay-part-label")).to_have_text(re.compile(r"\$10\.00 pending"))
+    expect(actual.locator(".pay-amount")).to_have_text("$10.00")
+    expect(bars.locator('[data-bar="expected"] .pay-amount')).to_have_text("$0.00")
+    expect(bars).to_have_attribute("aria-label", re.compile(r"\$10\.00 pending"))
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(sim.locator(".sim-result")).to_contain_text(": right")
+    answered(sim)
+    expect(bars.locator('[data-part="pending"]')).to_have_count(0)
+    assert watched.problems == []
+
+
+def test_the_payment_picture_follows_the_theme_and_keeps_still_when_asked(watched, site_url):
+    """The marks take the page's own colours, in either theme, and the
+    newest fades in only for a reader who has not asked for less motion."""
+    watched.emulate_media(color_scheme="light", reduced_motion="no-preference")
+    sim = start_simulation(watched, site_url, CHAPTER_8, "payment")
+    sim.get_by_role("button", name="Step one attempt").click()
+    newest = sim.locator(".pay-attempt.pay-new")
+    expect(newest).to_have_count(1)
+
+    def looks():
+        return newest.evaluate("""(mark) => [mark.querySelector(".pay-took"),
+            mark.querySelector(".pay-label"), mark].map((part) => getComputedStyle(part))
+            .map((style, i) => i < 2 ? style.fill : style.animationName)""")
+    dot, words, motion = looks()
+    assert dot == words and motion != "none"
+    watched.emulate_media(color_scheme="dark", reduced_motion="reduce")
+    dark_dot, dark_words, still = looks()
+    assert dark_dot == dark_words != dot and still == "none"
+    assert watched.problems == []
+
+
+OUTSIDE = """(svg) => [...svg.querySelectorAll("text")].filter((text) => {
+    const box = text.getBBox();
+    return box.x < 0 || box.x + box.width > svg.width.baseVal.value;
+}).map((text) => text.textContent)"""
+WIDER = "(svg) => svg.getBoundingClientRect().width > svg.parentElement.clientWidth"
+
+
+def test_on_a_phone_the_payment_pictures_fit_their_words(browser, site_url):
+    """At 390 px the bars and every word about them fit the page; the lanes
+    of a short run fit too, each headed by its job and what became of it,
+    and a long run's lanes keep every word inside the picture."""
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER_8, "payment")
+    sim.get_by_role("button", name="Step one attempt").click()
+    answered(sim)
+    lanes = sim.locator("svg.pay-timeline")
+    expect(lanes.locator('.pay-lane[data-job="1"] .pay-status')).to_contain_text("job 1")
+    assert lanes.evaluate(OUTSIDE) == [] and not lanes.evaluate(WIDER)
+    sim.get_by_label("Keys", exact=True).select_option("fresh")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(sim.locator(".sim-result")).to_contain_text("more")
+    answered(sim)
+    bars = sim.locator("svg.pay-bars")
+    expect(bars.locator('[data-part="more"]')).to_have_count(1)
+    assert bars.evaluate(OUTSIDE) == [] and not bars.evaluate(WIDER)
+    assert lanes.evaluate(OUTSIDE) == []
+    context.close()

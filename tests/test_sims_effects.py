@@ -604,6 +604,55 @@ def test_the_payment_state_is_json():
     sim.close()
 
 
+# ---- payment, for its picture: each attempt's span on the clock, what the
+# bank did, and the two bars' parts
+
+def test_each_attempt_says_its_span_what_the_bank_took_and_when_it_retries():
+    sim = Payment(seed=1, keys="stable")
+    sim.run()
+    state = sim.state()
+    sim.close()
+    timeline = state["timeline"]
+    for entry, after in zip(timeline, timeline[1:] + [None]):
+        assert entry["t"] < entry["end"]
+        if after is not None:
+            assert entry["end"] <= after["t"]          # one worker: one attempt at a time
+        if entry["outcome"] == "retry":
+            assert entry["retry_at"] == pytest.approx(entry["end"] + entry["wait"])
+        else:
+            assert entry["retry_at"] is None
+        assert entry["charged"] == entry["bank"].startswith("the bank charged")
+    # Seed 1, a stable key: job 1's first reply is lost after the bank
+    # charged; its second reaches a bank that knows the key and takes nothing.
+    job_1 = [(entry["event"], entry["charged"]) for entry in timeline if entry["job"] == 1]
+    assert job_1 == [("lost reply", True), ("lost reply", False), ("lost request", False),
+                     ("approved", False)]
+    for job in state["jobs"]:
+        assert job["charged_times"] == sum(entry["charged"] for entry in timeline
+                                           if entry["job"] == job["id"])
+
+
+def test_the_bars_parts_add_up_to_what_the_bank_took_at_every_step():
+    """Owed (the done orders), pending (one charge of each order whose job
+    still retries) and more (the rest) make up what Alice paid."""
+    seen = {}
+    for keys in ("stable", "fresh"):
+        sim = Payment(seed=1, keys=keys)
+        while sim.step() is None:
+            state = sim.state()
+            assert state["price_cents"] == 1000 and state["orders_cents"] == 5000
+            assert (state["expected_cents"] + state["pending_cents"] + state["more_cents"]
+                    == state["actual_cents"])
+            seen.setdefault(keys, []).append((state["pending_cents"], state["more_cents"]))
+        sim.close()
+    # As the difference says it (the test above): $10.00 for order 1 not done
+    # yet; then $20.00 for orders 1 and 3; at the end right.
+    assert seen["stable"][0] == (1000, 0) and seen["stable"][7] == (2000, 0)
+    assert seen["stable"][-1] == (0, 0)
+    assert seen["fresh"][5] == (1000, 1000)          # $10.00 more, and $10.00 not done yet
+    assert seen["fresh"][-1] == (0, 3000)
+
+
 # ---- O7: Chapter 10's worked case, on ex09's own code
 
 def play_story(**options):

@@ -273,6 +273,7 @@ class Payment:
         """The exercise's bank_charge, once. What it did, for the timeline,
         is read from Alice's balance before and after."""
         before, error = self.balance(), None
+        self.bank_took = False
         keyed = () if key is None else (key,)
         try:
             with contextlib.redirect_stdout(io.StringIO()):    # ex08's "bank: ... seen before"
@@ -286,6 +287,7 @@ class Payment:
             self.bank_did = f"the bank had seen key {key}: no new charge"
         else:
             self.charged[order] = self.charged.get(order, 0) + 1
+            self.bank_took = True
             self.bank_did = f"the bank charged {dollars(before - self.balance())}"
         if isinstance(error, TimeoutError):
             self.bank_did += ", and its reply was lost"
@@ -311,9 +313,13 @@ class Payment:
             self.queue.finish(job, "done")
             event, outcome, text = "approved", "done", f"{what}: done"
         self.history.setdefault(job.id, []).append((job.attempts, event))
-        self.timeline.append({"t": started, "job": job.id, "attempt": job.attempts,
-                              "event": event, "outcome": outcome, "wait": wait, "key": key,
-                              "bank": self.bank_did, "text": text})
+        # For the picture: the attempt's span on the clock, whether the bank
+        # took money, and when the job is due again (after its backoff wait).
+        self.timeline.append({"t": started, "end": self.now, "job": job.id,
+                              "attempt": job.attempts, "event": event, "outcome": outcome,
+                              "wait": wait, "retry_at": None if wait is None else self.now + wait,
+                              "key": key, "charged": self.bank_took, "bank": self.bank_did,
+                              "text": text})
         if outcome == "dead":
             self.earned.add("dead")
         if self.charged.get(order, 0) > 1:
@@ -359,6 +365,12 @@ class Payment:
             })
         return jobs
 
+    def pending_cents(self, jobs):
+        """One charge of each order whose job still retries: it may end done
+        with no further charge, so it is neither owed nor more yet."""
+        return PRICE_CENTS * sum(1 for job in jobs
+                                 if job["status"] not in ("done", "dead") and job["charged_times"])
+
     def difference(self, jobs):
         """What Alice paid against what she owes, and why they differ. An
         order charged while its job still retries is not "more" yet: its job
@@ -378,7 +390,7 @@ class Payment:
                     why.append(f"order {order} has been charged {times(charged)} already")
         if actual == expected:
             return said + ": right"
-        held = PRICE_CENTS * len(open_orders)
+        held = self.pending_cents(jobs)
         more = f"{dollars(actual - expected - held)} more ({'; '.join(why)})" if why else ""
         if not open_orders:
             return f"{said}: {more}"
@@ -400,8 +412,13 @@ class Payment:
             "jobs": jobs,
             "lost_requests": self._count("lost request"),
             "lost_replies": self._count("lost reply"),
+            "price_cents": PRICE_CENTS,
+            "orders_cents": PRICE_CENTS * self.settings["charges"],
             "expected_cents": self.expected_cents(),
             "actual_cents": self.actual_cents(),
+            "pending_cents": self.pending_cents(jobs),
+            "more_cents": (self.actual_cents() - self.expected_cents()
+                           - self.pending_cents(jobs)),
             "overcharge_cents": PRICE_CENTS * sum(max(0, job["charged_times"] - 1)
                                                   for job in jobs),
             "difference": self.difference(jobs),
