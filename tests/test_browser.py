@@ -757,6 +757,7 @@ def pointed_line(worker):
 
 
 def test_the_race_picture_moves_each_workers_pointer_and_shows_its_oldest(watched, site_url):
+    watched.emulate_media(reduced_motion="reduce")     # the pointer jumps: no glide to wait for
     sim = start_simulation(watched, site_url, RACE_CHAPTER, "race")
     picture = sim.locator(".race-picture svg")
     expect(picture).to_have_attribute("role", "img")
@@ -778,6 +779,8 @@ def test_the_race_picture_moves_each_workers_pointer_and_shows_its_oldest(watche
                   for selector in (".race-pointer", f'.race-line[data-line="{line}"]'))
     assert row["y"] <= arrow["y"] + arrow["height"] / 2 <= row["y"] + row["height"]
     assert pointed_line(second) == before
+    assert first.locator(".race-pointer").evaluate(
+        "pointer => getComputedStyle(pointer).transitionDuration") == "0s"
     expect(first.locator(".race-locals")).to_contain_text("oldest = (1, 'welcome_email', …)")
     expect(second.locator(".race-locals")).not_to_contain_text("oldest")
     # the picture's description says what changed

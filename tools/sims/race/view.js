@@ -1,10 +1,21 @@
 // The race stepper (Chapter 4): two workers run Exercise 5's claim one
 // statement at a time, in the order the reader chooses, on a real SQLite
-// table. "Try every interleaving" runs all orders and counts duplicates.
+// table. The picture sets each worker's own copy of the code side by side
+// (stacked on a narrow screen), each with a pointer at the line it runs
+// next and its local variables under it, and the jobs table's row between
+// them. Below: a log of every step, in words. "Try every interleaving"
+// runs all orders, counts duplicates and says why a real run rarely has one.
 
-import { el, player, scrolling, sideways, taskList } from "../dom.js";
+import { el, svg, player, taskList } from "../dom.js";
 
 const STEP_MS = 700;                  // one statement per step when playing
+
+// The picture's measures, in pixels (the SVG draws at 1:1).
+const ROW = 16;                       // one line of code
+const GUTTER = 38;                    // pointer and line number, left of the code
+const ROW_BOX = 156;                  // the jobs table's column, between the workers
+const GAP = 14;
+const FEWEST_CHARS = 40;              // narrower code columns than this: stack them
 
 // A small seeded random generator (mulberry32): the same seed plays the
 // same order of steps, so a run the reader found can be found again.
@@ -19,6 +30,27 @@ function seeded(seed) {
   };
 }
 
+// A line of code cut into pieces of at most width characters, at spaces
+// where it can be; the pieces after the first are indented 4 more.
+function wrap(line, width) {
+  const indent = line.length - line.trimStart().length;
+  const pieces = [];
+  let rest = line.trimEnd();
+  let lead = "";
+  while ((lead + rest).length > width) {
+    const room = width - lead.length;
+    let cut = rest.lastIndexOf(" ", room);
+    if (cut <= rest.length - rest.trimStart().length) cut = room;
+    pieces.push(lead + rest.slice(0, cut).trimEnd());
+    rest = rest.slice(cut).trimStart();
+    lead = " ".repeat(Math.min(indent + 4, width - 10));
+  }
+  pieces.push(lead + rest);
+  return pieces;
+}
+
+const STATUS_MARK = { queued: "○", running: "◐", done: "●" };
+
 let views = 0;                        // a page may hold more than one
 
 export default function race(body, { act, announce }) {
@@ -28,6 +60,8 @@ export default function race(body, { act, announce }) {
   let seed = 1;
   let random = seeded(seed);
   let finished = [false, false];
+  let last = null;                    // the state last drawn
+  let built = "";                     // what the code columns were built for
   const choices = ["naive", "atomic"].map((value) => el("label", {},
     el("input", { type: "radio", name: group,
       value, checked: value === claim, onchange: () => choose(value) }),
@@ -38,11 +72,15 @@ export default function race(body, { act, announce }) {
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "3" }, "3×"));
   const seedShown = el("span", { class: "sim-clock" });
-  const code = el("pre", { class: "sim-code", tabindex: "0", "aria-label": "The code" });
-  const table = el("tbody");
+  // Named and described by its own title and desc, redrawn at each step.
+  const picture = svg("svg", { role: "img", "aria-labelledby": `race-title-${views}`,
+    "aria-describedby": `race-desc-${views}` });
+  const box = el("div", { class: "sim-picture race-picture" }, picture);
+  const log = el("ol", { class: "race-log" });
   const outbox = el("ol", { class: "sim-outbox" });
   const result = el("p", { class: "sim-result" });
   const everyOrder = el("p", { class: "sim-every" });
+  const why = el("p", { class: "race-why", hidden: true });
   const tasks = el("div");
   body.append(
     el("div", { class: "sim-controls" },
@@ -52,15 +90,14 @@ export default function race(body, { act, announce }) {
       el("button", { type: "button", onclick: () => restart(seed) }, "Reset"),
       el("button", { type: "button", onclick: tryEveryOrder }, "Try every interleaving"),
       seedShown),
+    el("p", { class: "race-key" }, "Each worker runs its own copy of the code: ",
+      el("span", { "aria-hidden": "true" }, "▶"), " and the marked line are where it is now, ",
+      "the statement it runs at its next step. The jobs table sits between them."),
+    box,
     el("div", { class: "sim-panels" },
-      el("section", { class: "wide" },
-        el("h3", {}, "Where each worker is: W1 and W2 mark the line each runs next"),
-        sideways(code, "code"), code),
-      el("section", {}, el("h3", {}, "The jobs table"),
-        scrolling(el("table", {}, el("thead", {}, el("tr", {},
-          el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Worker"))), table))),
+      el("section", {}, el("h3", {}, "What each step did"), log),
       el("section", {}, el("h3", {}, "Outbox"), outbox, result)),
-    everyOrder,
+    everyOrder, why,
     el("section", {}, el("h3", {}, "Try to"), tasks));
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => {
@@ -81,49 +118,213 @@ export default function race(body, { act, announce }) {
     act("reset", claim);
   }
 
-
   async function tryEveryOrder() {
-    const counts = [];
+    const answers = {};
     for (const each of ["naive", "atomic"]) {
-      const answer = await act("every_interleaving", each);
-      if (answer) {
-        counts.push(`the ${each} claim: ${answer.duplicates} of ${answer.schedules} orders ` +
-          "send an email twice");
-      }
+      answers[each] = await act("every_interleaving", each);
     }
+    const counts = Object.entries(answers).filter(([, answer]) => answer).map(([each, answer]) =>
+      `the ${each} claim: ${answer.duplicates} of ${answer.schedules} orders send an email twice`);
     everyOrder.textContent = `Every interleaving, one job: ${counts.join("; ")}.`;
-    announce(everyOrder.textContent);
+    const naive = answers.naive;
+    if (naive) {
+      const apart = naive.apart === naive.safe
+        ? `are exactly the ones where one worker runs its whole claim, all ` +
+          `${naive.claim_steps} steps from the SELECT to the UPDATE, before the other's first step`
+        : `include ${naive.apart} where one worker runs its whole claim before the other's first step`;
+      why.textContent = `The ${naive.safe} naive orders that send it once ${apart}. ` +
+        "Counted like this, a duplicate looks almost certain, yet a real run of the naive " +
+        "claim without Exercise 5's deliberate gap sends twice only now and then. The " +
+        "orders are not equally likely: a real worker usually runs its few statements " +
+        "one after another, in microseconds, without being paused between them, so " +
+        `nearly every real run is one of those ${naive.safe}.`;
+      why.hidden = false;
+    }
+    announce(`${everyOrder.textContent} ${why.textContent}`);
   }
 
-  function draw(state) {
-    const marks = state.code.map(() => []);
-    state.workers.forEach((worker, index) => {
-      if (worker.next_line !== null && worker.next_line !== undefined) {
-        marks[worker.next_line - 1].push(`W${index + 1}`);
-      }
+  // ---- the picture
+
+  let charWidth = 0;
+  function measure() {
+    if (!charWidth) {
+      const probe = svg("text", {}, "0123456789");
+      picture.append(probe);
+      charWidth = probe.getComputedTextLength() / 10;
+      probe.remove();
+    }
+    return charWidth || 7.25;
+  }
+
+  // Where things go at this width: side by side, or one above the other.
+  function layout() {
+    const width = Math.max(box.clientWidth, 280);
+    const char = measure();
+    const wide = Math.floor((width - ROW_BOX - 2 * GAP) / 2);
+    if ((wide - GUTTER) / char >= FEWEST_CHARS) {
+      return { width, char, wide: true, column: wide,
+        chars: Math.floor((wide - GUTTER - 6) / char) };
+    }
+    return { width, char, wide: false, column: width,
+      chars: Math.floor((width - GUTTER - 6) / char) };
+  }
+
+  let parts = null;                   // the pieces each draw updates
+
+  // The two code columns, the row's place and the locals' place: rebuilt
+  // when the code or the width changes, not at every step, so that a pointer
+  // can glide from line to line.
+  function build(state, at) {
+    const rows = [];                  // [line number or null, text, first piece of its line]
+    state.code.forEach((line, index) => {
+      wrap(line, at.chars).forEach((piece, part) => rows.push([index + 1, piece, part === 0]));
     });
-    code.replaceChildren(...state.code.map((line, index) => el("span",
-      { class: marks[index].length ? "line next" : "line" },
-      `${marks[index].join(",").padEnd(6)}${line}\n`)));
+    const codeTop = 24;
+    const codeHeight = rows.length * ROW + 8;
+    const localsTop = codeTop + codeHeight + 8;
+    const columnHeight = localsTop + 3 * ROW + 6;
+    const rowHeight = at.wide ? 40 + state.table.length * 76 : 30 + state.table.length * 22;
+    const workers = state.workers.map((worker, index) => {
+      const lines = new Map();
+      rows.forEach(([number, text, first], row) => {
+        if (!lines.has(number)) {
+          lines.set(number, svg("g", { class: "race-line", "data-line": number }));
+        }
+        const y = codeTop + 4 + row * ROW;
+        lines.get(number).append(
+          svg("rect", { class: "race-mark", x: 0, y, width: at.column, height: ROW }),
+          first ? svg("text", { class: "race-number", x: GUTTER - 8, y: y + 12,
+            "text-anchor": "end" }, String(number)) : null,
+          svg("text", { class: "race-code", x: GUTTER, y: y + 12, "xml:space": "preserve" }, text));
+      });
+      const tops = new Map();
+      rows.forEach(([number], row) => {
+        if (!tops.has(number)) tops.set(number, codeTop + 4 + row * ROW);
+      });
+      const pointer = svg("g", { class: "race-pointer" },
+        svg("path", { d: `M 3 2 L 14 ${ROW / 2} L 3 ${ROW - 2} Z` }));
+      const locals = svg("text", { class: "race-locals", x: 8, y: localsTop + 12 });
+      const holds = svg("text", { class: "race-holds", x: 8, y: localsTop + 12 + 2 * ROW });
+      const column = svg("g", { class: "race-worker", "data-worker": index + 1 },
+        svg("rect", { class: "race-code-box", x: 0, y: codeTop, width: at.column,
+          height: codeHeight, rx: 4 }),
+        svg("text", { class: "race-name", x: 2, y: 16 }, worker.name),
+        ...lines.values(), pointer,
+        svg("rect", { class: "race-locals-box", x: 0, y: localsTop, width: at.column,
+          height: 3 * ROW + 6, rx: 4 }),
+        locals, holds);
+      return { column, lines, tops, pointer, locals, holds };
+    });
+    const table = svg("g", { class: "race-table" });
+    let height;
+    if (at.wide) {
+      workers[0].column.setAttribute("transform", "translate(0 0)");
+      workers[1].column.setAttribute("transform",
+        `translate(${at.column + ROW_BOX + 2 * GAP} 0)`);
+      table.setAttribute("transform", `translate(${at.column + GAP} ${codeTop})`);
+      height = columnHeight;
+    } else {
+      workers[0].column.setAttribute("transform", "translate(0 0)");
+      table.setAttribute("transform", `translate(0 ${columnHeight + GAP})`);
+      workers[1].column.setAttribute("transform",
+        `translate(0 ${columnHeight + rowHeight + 3 * GAP})`);
+      height = 2 * columnHeight + rowHeight + 3 * GAP;
+    }
+    picture.replaceChildren(svg("title", { id: `race-title-${views}` }, "The race: each " +
+      "worker's code with where it is, its local values, and the jobs table between them"),
+      svg("desc", { id: `race-desc-${views}` }), table, ...workers.map((worker) => worker.column));
+    picture.setAttribute("viewBox", `0 0 ${at.width} ${height}`);
+    picture.setAttribute("width", at.width);
+    picture.setAttribute("height", height);
+    parts = { workers, table, at, desc: picture.querySelector("desc") };
+  }
+
+  function drawTable(state) {
+    const { at, table } = parts;
+    const width = at.wide ? ROW_BOX : at.width;
+    const children = [svg("text", { class: "race-table-name", x: 0, y: 12 }, "jobs table")];
+    state.table.forEach((row, index) => {
+      const holder = row.worker || "nobody";
+      const status = `${STATUS_MARK[row.status] || "?"} ${row.status}`;
+      const lines = at.wide
+        ? [`job ${row.id}`, status, "worker column:", holder]
+        : [`job ${row.id}   ${status}   worker column: ${holder}`];
+      const top = at.wide ? 20 + index * 76 : 20 + index * 22;
+      children.push(svg("g", { class: "race-row", "data-job": row.id, "data-status": row.status },
+        svg("rect", { x: 0, y: top, width, height: at.wide ? 70 : 20, rx: 4 }),
+        lines.map((text, line) => svg("text", { x: 8, y: top + 15 + line * ROW,
+          class: line === 0 ? "race-row-id" : "" }, text))));
+    });
+    table.replaceChildren(...children);
+  }
+
+  function describe(state) {
+    const where = state.workers.map((worker) => {
+      const now = worker.done ? `${worker.name} has finished`
+        : `${worker.name} runs next: ${worker.next_step}, line ${worker.next_line}`;
+      const locals = worker.locals.map(([name, value]) => `${name} = ${value}`).join(", ");
+      return now + (locals ? `; its ${locals}` : "") +
+        (worker.holds ? `; it holds job ${worker.holds}` : "");
+    });
+    const rows = state.table.map((row) =>
+      `job ${row.id} is ${row.status}, its worker column says ${row.worker || "nobody"}`);
+    return `The ${state.claim} claim. ${where.join(". ")}. In the jobs table, ${rows.join("; ")}.`;
+  }
+
+  function drawPicture(state) {
+    const at = layout();
+    const key = `${state.code.join("\n")}|${at.width}`;
+    if (key !== built) {
+      built = key;
+      build(state, at);
+    }
+    state.workers.forEach((worker, index) => {
+      const part = parts.workers[index];
+      const next = new Set(worker.next_lines);
+      part.lines.forEach((line, number) => line.classList.toggle("next", next.has(number)));
+      if (worker.done) {
+        part.pointer.setAttribute("visibility", "hidden");
+        part.pointer.removeAttribute("data-line");
+      } else {
+        part.pointer.removeAttribute("visibility");
+        part.pointer.setAttribute("data-line", worker.next_line);
+        part.pointer.style.transform = `translate(0px, ${part.tops.get(worker.next_line)}px)`;
+      }
+      const locals = worker.locals.map(([name, value]) => `${name} = ${value}`);
+      part.locals.replaceChildren(...(locals.length ? locals : ["no local values yet"])
+        .map((text, line) => svg("tspan", { x: 8, dy: line ? ROW : 0 }, text)));
+      part.locals.classList.toggle("empty", !locals.length);
+      part.holds.textContent = worker.done
+        ? "finished" + (worker.holds ? `, holds job ${worker.holds}` : "")
+        : worker.holds ? `holds job ${worker.holds} (it believes)` : "holds no job";
+    });
+    drawTable(state);
+    parts.desc.textContent = describe(state);
+  }
+
+  new ResizeObserver(() => {
+    if (last && layout().width !== parts?.at.width) drawPicture(last);
+  }).observe(box);
+
+  function draw(state) {
+    last = state;
+    drawPicture(state);
     seedShown.textContent = `seed ${seed}`;
     finished = state.workers.map((worker) => worker.done);
     stepButtons.forEach((button, index) => {
-      const worker = state.workers[index];
-      button.disabled = worker.done;
-      button.title = worker.last || "";
+      button.disabled = state.workers[index].done;
     });
-    table.replaceChildren(...state.table.map((row) => el("tr", {},
-      el("th", { scope: "row" }, String(row.id)), el("td", {}, row.status),
-      el("td", {}, row.worker || ""))));
+    log.replaceChildren(...state.log.map((entry) => el("li", {},
+      `${state.workers[entry.worker].name}: ${entry.said}`)));
     outbox.replaceChildren(...state.outbox.map((email) => el("li",
       { class: email.duplicate ? "duplicate" : "" },
       `job ${email.job}, sent by ${email.worker}`,
       email.duplicate ? el("strong", {}, " ⚠ duplicate") : null)));
     result.textContent = state.result;
     tasks.replaceChildren(taskList(state.tasks));
-    const last = state.workers.map((worker, index) => worker.last &&
+    const said = state.workers.map((worker, index) => worker.last &&
       `Worker ${index + 1}: ${worker.last}`).filter(Boolean);
-    announce([...last, state.result].join(". "));
+    announce([...said, state.result].join(". "));
   }
 
   return { draw, options: { claim: "naive" } };
