@@ -392,11 +392,17 @@ def test_the_log_has_one_entry_per_step_in_words(opened):
     stepper = opened(race.Race, "naive")
     assert stepper.state()["log"] == []
     state = run_schedule(stepper, [0, 1, 0])
-    assert state["log"] == [
+    assert [{key: entry[key] for key in ("worker", "step", "said")}
+            for entry in state["log"]] == [
         {"worker": 0, "step": "SELECT", "said": "SELECT found job 1"},
         {"worker": 1, "step": "SELECT", "said": "SELECT found job 1"},
         {"worker": 0, "step": "if none: stop", "said": "it has job 1, so it goes on"}]
-    stepper.step(1)
+    # each entry says which lines ran and whether they read or wrote the table
+    assert [entry["table"] for entry in state["log"]] == ["read", "read", None]
+    update = state["workers"][0]["next_lines"]  # where worker 1's pointer is now
+    state = run_schedule(stepper, [0])
+    assert state["log"][-1]["lines"] == update and state["log"][-1]["table"] == "wrote"
+    assert "UPDATE" in state["code"][update[0] - 1]
     stepper.reset()
     assert stepper.state()["log"] == []
 

@@ -194,6 +194,13 @@ def run_ack(race, worker, step):
     return f"UPDATE marked job {worker.job[0]} done"
 
 
+def touches(sql):
+    """What a statement does to the jobs table: "read", "wrote" or None."""
+    if sql is None:
+        return None
+    return "wrote" if "UPDATE" in sql else "read"
+
+
 def shown(job):
     """A claim's row as the worker's variable holds it, cut short."""
     return "None" if job is None else f"({job[0]}, {job[1]!r}, …)"
@@ -285,7 +292,8 @@ class Race:
         step = self.program[runner.next]
         runner.last = step.run(self, runner, step)
         runner.next += 1
-        self.log.append({"worker": worker, "step": step.label, "said": runner.last})
+        self.log.append({"worker": worker, "step": step.label, "said": runner.last,
+                         "lines": list(step.lines), "table": touches(step.sql)})
         if self.claim == "atomic" and self.finished() and self._overlapped_safely():
             self.earned.add("atomic-safe")
         return f"{runner.name}: {runner.last}"
