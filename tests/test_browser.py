@@ -250,11 +250,13 @@ def test_the_race_steppers_two_claims_are_one_choice(watched, site_url):
     sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race")
     naive, atomic = (sim.get_by_role("radio", name=f"the {claim} claim")
                      for claim in ("naive", "atomic"))
-    code = sim.locator(".sim-code")
-    naive_code = code.inner_text()
+    code = sim.locator('.race-picture g.race-worker[data-worker="1"]')   # worker 1's code
+    naive_code = code.text_content()
+    assert "def claim_naive(db):" in naive_code
     atomic.check()
     expect(naive).not_to_be_checked()
     expect(code).not_to_have_text(naive_code)
+    expect(code).to_contain_text("def claim_atomic(db):")
     watched.keyboard.press("ArrowLeft")               # atomic has the focus
     expect(naive).to_be_checked()
     expect(atomic).not_to_be_checked()
@@ -806,6 +808,12 @@ def test_the_race_picture_shows_the_row_between_and_a_log_in_words(watched, site
         said.append(words)
         expect(log).to_have_count(len(said))
         expect(log.last).to_contain_text(words)
+        if "SELECT" in words:                                   # a read: the arrow points out
+            touch = sim.locator(".race-picture .race-touch")
+            expect(touch).to_have_text(f"worker {number} read the row")
+            expect(sim.locator(".race-picture .race-arrow")).to_have_attribute(
+                "data-table", "read")
+    expect(sim.locator(".race-picture .race-arrow")).to_have_count(0)   # the check: no SQL
     expect(row).to_have_attribute("data-status", "queued")     # nobody has marked it yet
     sim.get_by_role("button", name="Step worker 1").click()    # worker 1's UPDATE
     answered(sim)
@@ -814,6 +822,8 @@ def test_the_race_picture_shows_the_row_between_and_a_log_in_words(watched, site
     expect(row).to_contain_text("worker 1")
     expect(log).to_have_count(4)
     expect(log.last).to_contain_text("UPDATE marked job 1 running for worker 1")
+    expect(sim.locator(".race-picture .race-touch")).to_have_text("worker 1 wrote the row")
+    expect(sim.locator(".race-picture .race-arrow")).to_have_attribute("data-table", "wrote")
     sim.get_by_role("button", name="Step worker 2").click()    # worker 2's check
     sim.get_by_role("button", name="Step worker 2").click()    # and its UPDATE, over it
     answered(sim)

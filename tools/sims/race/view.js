@@ -14,6 +14,7 @@ const STEP_MS = 700;                  // one statement per step when playing
 const ROW = 16;                       // one line of code
 const GUTTER = 38;                    // pointer and line number, left of the code
 const ROW_BOX = 156;                  // the jobs table's column, between the workers
+const INSET = 16;                     // room each side of the row's box, for an arrow
 const GAP = 14;
 const FEWEST_CHARS = 40;              // narrower code columns than this: stack them
 
@@ -30,8 +31,9 @@ function seeded(seed) {
   };
 }
 
-// A line of code cut into pieces of at most width characters, at spaces
-// where it can be; the pieces after the first are indented 4 more.
+// A line of code cut into pieces of at most width characters: before its
+// comment if that is enough, else at a space; the pieces after the first
+// are indented a little more than the line.
 function wrap(line, width) {
   const indent = line.length - line.trimStart().length;
   const pieces = [];
@@ -39,11 +41,12 @@ function wrap(line, width) {
   let lead = "";
   while ((lead + rest).length > width) {
     const room = width - lead.length;
-    let cut = rest.lastIndexOf(" ", room);
+    const comment = rest.search(/ {2,}# /);
+    let cut = comment > 0 && comment <= room ? comment : rest.lastIndexOf(" ", room);
     if (cut <= rest.length - rest.trimStart().length) cut = room;
     pieces.push(lead + rest.slice(0, cut).trimEnd());
     rest = rest.slice(cut).trimStart();
-    lead = " ".repeat(Math.min(indent + 4, width - 10));
+    lead = " ".repeat(Math.min(indent + 4, Math.floor(width / 3)));
   }
   pieces.push(lead + rest);
   return pieces;
@@ -163,10 +166,10 @@ export default function race(body, { act, announce }) {
     const wide = Math.floor((width - ROW_BOX - 2 * GAP) / 2);
     if ((wide - GUTTER) / char >= FEWEST_CHARS) {
       return { width, char, wide: true, column: wide,
-        chars: Math.floor((wide - GUTTER - 6) / char) };
+        chars: Math.floor((wide - GUTTER - 12) / char) };
     }
     return { width, char, wide: false, column: width,
-      chars: Math.floor((width - GUTTER - 6) / char) };
+      chars: Math.floor((width - GUTTER - 12) / char) };
   }
 
   let parts = null;                   // the pieces each draw updates
@@ -183,7 +186,7 @@ export default function race(body, { act, announce }) {
     const codeHeight = rows.length * ROW + 8;
     const localsTop = codeTop + codeHeight + 8;
     const columnHeight = localsTop + 3 * ROW + 6;
-    const rowHeight = at.wide ? 40 + state.table.length * 76 : 30 + state.table.length * 22;
+    const rowHeight = 20 + state.table.length * (at.wide ? 76 : 44) + 20;
     const workers = state.workers.map((worker, index) => {
       const lines = new Map();
       rows.forEach(([number, text, first], row) => {
@@ -195,7 +198,7 @@ export default function race(body, { act, announce }) {
           svg("rect", { class: "race-mark", x: 0, y, width: at.column, height: ROW }),
           first ? svg("text", { class: "race-number", x: GUTTER - 8, y: y + 12,
             "text-anchor": "end" }, String(number)) : null,
-          svg("text", { class: "race-code", x: GUTTER, y: y + 12, "xml:space": "preserve" }, text));
+          svg("text", { class: "race-code", x: GUTTER, y: y + 12 }, text));
       });
       const tops = new Map();
       rows.forEach(([number], row) => {
@@ -216,46 +219,75 @@ export default function race(body, { act, announce }) {
       return { column, lines, tops, pointer, locals, holds };
     });
     const table = svg("g", { class: "race-table" });
+    const arrow = svg("g");
     let height;
-    if (at.wide) {
-      workers[0].column.setAttribute("transform", "translate(0 0)");
-      workers[1].column.setAttribute("transform",
-        `translate(${at.column + ROW_BOX + 2 * GAP} 0)`);
-      table.setAttribute("transform", `translate(${at.column + GAP} ${codeTop})`);
-      height = columnHeight;
-    } else {
-      workers[0].column.setAttribute("transform", "translate(0 0)");
-      table.setAttribute("transform", `translate(0 ${columnHeight + GAP})`);
-      workers[1].column.setAttribute("transform",
-        `translate(0 ${columnHeight + rowHeight + 3 * GAP})`);
-      height = 2 * columnHeight + rowHeight + 3 * GAP;
-    }
-    picture.replaceChildren(svg("title", { id: `race-title-${views}` }, "The race: each " +
+    // where each column and the table start, in the picture's own coordinates
+    const columns = at.wide
+      ? [[0, 0], [at.column + ROW_BOX + 2 * GAP, 0]]
+      : [[0, 0], [0, columnHeight + rowHeight + 3 * GAP]];
+    const tableAt = at.wide ? [at.column + GAP, codeTop] : [0, columnHeight + GAP];
+    columns.forEach(([x, y], index) => {
+      workers[index].column.setAttribute("transform", `translate(${x} ${y})`);
+    });
+    table.setAttribute("transform", `translate(${tableAt[0]} ${tableAt[1]})`);
+    height = at.wide ? columnHeight : 2 * columnHeight + rowHeight + 3 * GAP;
+    const head = `race-head-${views}`;
+    picture.replaceChildren(
+      svg("defs", {}, svg("marker", { id: head, viewBox: "0 0 10 10", refX: 9, refY: 5,
+        markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" },
+      svg("path", { d: "M 0 0 L 10 5 L 0 10 Z" }))),
+      svg("title", { id: `race-title-${views}` }, "The race: each " +
       "worker's code with where it is, its local values, and the jobs table between them"),
-      svg("desc", { id: `race-desc-${views}` }), table, ...workers.map((worker) => worker.column));
+      svg("desc", { id: `race-desc-${views}` }), table, arrow, ...workers.map((worker) => worker.column));
     picture.setAttribute("viewBox", `0 0 ${at.width} ${height}`);
     picture.setAttribute("width", at.width);
     picture.setAttribute("height", height);
-    parts = { workers, table, at, desc: picture.querySelector("desc") };
+    parts = { workers, table, arrow, at, columns, tableAt, head,
+      desc: picture.querySelector("desc") };
   }
 
   function drawTable(state) {
     const { at, table } = parts;
-    const width = at.wide ? ROW_BOX : at.width;
-    const children = [svg("text", { class: "race-table-name", x: 0, y: 12 }, "jobs table")];
+    const left = at.wide ? INSET : 0;
+    const width = at.wide ? ROW_BOX - 2 * INSET : at.width;
+    const height = at.wide ? 70 : 38;
+    const children = [svg("text", { class: "race-table-name", x: left, y: 12 }, "jobs table")];
     state.table.forEach((row, index) => {
       const holder = row.worker || "nobody";
       const status = `${STATUS_MARK[row.status] || "?"} ${row.status}`;
       const lines = at.wide
         ? [`job ${row.id}`, status, "worker column:", holder]
-        : [`job ${row.id}   ${status}   worker column: ${holder}`];
-      const top = at.wide ? 20 + index * 76 : 20 + index * 22;
+        : [`job ${row.id}   ${status}`, `worker column: ${holder}`];
+      const top = 20 + index * (height + 6);
       children.push(svg("g", { class: "race-row", "data-job": row.id, "data-status": row.status },
-        svg("rect", { x: 0, y: top, width, height: at.wide ? 70 : 20, rx: 4 }),
-        lines.map((text, line) => svg("text", { x: 8, y: top + 15 + line * ROW,
+        svg("rect", { x: left, y: top, width, height, rx: 4 }),
+        lines.map((text, line) => svg("text", { x: left + 8, y: top + 15 + line * ROW,
           class: line === 0 ? "race-row-id" : "" }, text))));
     });
+    // What the last step did to the table, in words, and (side by side) as
+    // an arrow: out of the row for a read, into it for a write.
+    const entry = state.log[state.log.length - 1];
+    const touched = entry && entry.table;
+    const below = 20 + state.table.length * (height + 6) + 14;
+    if (touched) {
+      children.push(svg("text", { class: "race-touch", x: at.wide ? ROW_BOX / 2 : 0, y: below,
+        "text-anchor": at.wide ? "middle" : "start" },
+      `${state.workers[entry.worker].name} ${touched} the row`));
+    }
     table.replaceChildren(...children);
+    parts.arrow.replaceChildren();
+    if (touched && at.wide) {
+      const { columns, tableAt, workers } = parts;
+      const lineY = columns[entry.worker][1] + workers[entry.worker].tops.get(entry.lines[0]) +
+        ROW / 2;
+      const rowY = tableAt[1] + 20 + height / 2;
+      const edge = entry.worker === 0 ? at.column + 2 : columns[1][0] - 2;
+      const box = entry.worker === 0 ? tableAt[0] + INSET : tableAt[0] + ROW_BOX - INSET;
+      const [from, to] = touched === "read" ? [[box, rowY], [edge, lineY]]
+        : [[edge, lineY], [box, rowY]];
+      parts.arrow.append(svg("path", { class: `race-arrow ${touched}`, "data-table": touched,
+        d: `M ${from[0]} ${from[1]} L ${to[0]} ${to[1]}`, "marker-end": `url(#${parts.head})` }));
+    }
   }
 
   function describe(state) {
