@@ -328,7 +328,8 @@ def test_the_simulations_fit_or_say_they_scroll_sideways(browser, site_url, widt
                        for _, note, hidden in overflowing), (name, overflowing)
             scrolled += len(overflowing)
     context.close()
-    assert width == 1280 or scrolled >= 3   # the jobs table, the race's code, the matrix
+    # the jobs table, the matrix (the race's picture stacks its columns instead)
+    assert width == 1280 or scrolled >= 2
 
 
 def of_python(url):

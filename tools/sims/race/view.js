@@ -270,9 +270,12 @@ export default function race(body, { act, announce }) {
     const touched = entry && entry.table;
     const below = 20 + state.table.length * (height + 6) + 14;
     if (touched) {
-      children.push(svg("text", { class: "race-touch", x: at.wide ? ROW_BOX / 2 : 0, y: below,
+      // side by side, on two lines, to fit between the columns
+      const x = at.wide ? ROW_BOX / 2 : 0;
+      children.push(svg("text", { class: "race-touch", x, y: below,
         "text-anchor": at.wide ? "middle" : "start" },
-      `${state.workers[entry.worker].name} ${touched} the row`));
+      svg("tspan", {}, `${state.workers[entry.worker].name} `),
+      svg("tspan", at.wide ? { x, dy: ROW } : {}, `${touched} the row`)));
     }
     table.replaceChildren(...children);
     parts.arrow.replaceChildren();
