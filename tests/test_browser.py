@@ -850,6 +850,15 @@ def test_the_race_pictures_counts_are_the_engines(watched, site_url):
     why = sim.locator(".race-why")
     expect(why).to_contain_text(f"The {naive['safe']} naive orders that send it once")
     expect(why).to_contain_text("not equally likely")
+    # and as a bar: one part per kind of order, as wide as its share
+    bar = sim.locator(".race-orders")
+    expect(bar).to_have_attribute("role", "img")
+    twice, once = (float(bar.locator(f'rect[data-orders="{kind}"]').get_attribute("width"))
+                   for kind in ("twice", "once"))
+    assert twice / (twice + once) == pytest.approx(naive["duplicates"] / naive["schedules"],
+                                                   abs=0.01)
+    expect(bar).to_contain_text(f"{naive['duplicates']} send twice")
+    expect(bar).to_contain_text(f"{naive['safe']} send once")
     assert watched.problems == []
 
 

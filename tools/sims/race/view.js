@@ -84,6 +84,8 @@ export default function race(body, { act, announce }) {
   const result = el("p", { class: "sim-result" });
   const everyOrder = el("p", { class: "sim-every" });
   const why = el("p", { class: "race-why", hidden: true });
+  const orders = svg("svg", { class: "race-orders", role: "img" });
+  const ordersBox = el("div", { class: "sim-picture", hidden: true }, orders);
   const tasks = el("div");
   body.append(
     el("div", { class: "sim-controls" },
@@ -100,7 +102,7 @@ export default function race(body, { act, announce }) {
     el("div", { class: "sim-panels" },
       el("section", {}, el("h3", {}, "What each step did"), log),
       el("section", {}, el("h3", {}, "Outbox"), outbox, result)),
-    everyOrder, why,
+    everyOrder, ordersBox, why,
     el("section", {}, el("h3", {}, "Try to"), tasks));
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => {
@@ -142,8 +144,27 @@ export default function race(body, { act, announce }) {
         "one after another, in microseconds, without being paused between them, so " +
         `nearly every real run is one of those ${naive.safe}.`;
       why.hidden = false;
+      drawOrders(naive);
     }
     announce(`${everyOrder.textContent} ${why.textContent}`);
+  }
+
+  // The naive claim's orders as one bar, split by what they send.
+  function drawOrders(naive) {
+    const width = Math.min(Math.max(box.clientWidth, 280), 640);
+    const twice = Math.round((width * naive.duplicates) / naive.schedules);
+    const said = [`${naive.duplicates} send twice`, `${naive.safe} send once`];
+    orders.setAttribute("aria-label", `The naive claim's ${naive.schedules} orders: ` +
+      `${said[0]}, ${said[1]}`);
+    orders.setAttribute("viewBox", `0 0 ${width} 44`);
+    orders.setAttribute("width", width);
+    orders.setAttribute("height", 44);
+    orders.replaceChildren(
+      svg("rect", { "data-orders": "twice", x: 0, y: 0, width: twice, height: 18 }),
+      svg("rect", { "data-orders": "once", x: twice, y: 0, width: width - twice, height: 18 }),
+      svg("text", { x: 0, y: 36 }, `◼ ${said[0]}`),
+      svg("text", { x: width, y: 36, "text-anchor": "end" }, `${said[1]} ◻`));
+    ordersBox.hidden = false;
   }
 
   // ---- the picture
