@@ -832,6 +832,17 @@ def test_the_race_picture_shows_the_row_between_and_a_log_in_words(watched, site
     # both believe they hold job 1; the row names one of them
     for number in (1, 2):
         expect(race_worker(sim, number).locator(".race-holds")).to_contain_text("holds job 1")
+    # both send: the picture's outbox has two envelopes, the second a duplicate
+    emails = sim.locator(".race-picture .race-email")
+    expect(emails).to_have_count(0)
+    for number in (1, 2):
+        sim.get_by_role("button", name=f"Step worker {number}").click()
+        answered(sim)
+        expect(emails).to_have_count(number)
+        expect(emails.last).to_contain_text(f"sent by worker {number}")
+    expect(emails.first).to_have_attribute("data-duplicate", "false")
+    expect(emails.last).to_have_attribute("data-duplicate", "true")
+    expect(emails.last).to_contain_text("duplicate")
     assert watched.problems == []
 
 

@@ -16,6 +16,8 @@ const GUTTER = 38;                    // pointer and line number, left of the co
 const ROW_BOX = 156;                  // the jobs table's column, between the workers
 const INSET = 16;                     // room each side of the row's box, for an arrow
 const GAP = 14;
+const ENVELOPE = 40;                  // one email's height in the picture's outbox
+const OUTBOX = 24 + ENVELOPE + 8;     // the outbox's height when the columns stack
 const FEWEST_CHARS = 40;              // narrower code columns than this: stack them
 
 // A small seeded random generator (mulberry32): the same seed plays the
@@ -207,7 +209,7 @@ export default function race(body, { act, announce }) {
     const codeHeight = rows.length * ROW + 8;
     const localsTop = codeTop + codeHeight + 8;
     const columnHeight = localsTop + 3 * ROW + 6;
-    const rowHeight = 20 + state.table.length * (at.wide ? 76 : 44) + 20;
+    const rowHeight = 20 + state.table.length * (at.wide ? 76 : 44) + 20 + (at.wide ? 0 : OUTBOX);
     const workers = state.workers.map((worker, index) => {
       const lines = new Map();
       rows.forEach(([number, text, first], row) => {
@@ -298,6 +300,7 @@ export default function race(body, { act, announce }) {
       svg("tspan", {}, `${state.workers[entry.worker].name} `),
       svg("tspan", at.wide ? { x, dy: ROW } : {}, `${touched} the row`)));
     }
+    children.push(drawOutbox(state, below + (at.wide ? 2 * ROW + 8 : ROW)));
     table.replaceChildren(...children);
     parts.arrow.replaceChildren();
     if (touched && at.wide) {
@@ -314,6 +317,32 @@ export default function race(body, { act, announce }) {
     }
   }
 
+  // The emails sent so far, as envelopes: under the row when side by side
+  // (one below the other), in a line when stacked.
+  function drawOutbox(state, top) {
+    const { at } = parts;
+    const left = at.wide ? INSET : 0;
+    const width = ROW_BOX - 2 * INSET;
+    const group = svg("g", { class: "race-outbox" },
+      svg("text", { class: "race-table-name", x: left, y: top + 12 }, "outbox"));
+    state.outbox.forEach((email, index) => {
+      const x = at.wide ? left : index * (width + GAP);
+      const y = top + 20 + (at.wide ? index * (ENVELOPE + 8) : 0);
+      group.append(svg("g", { class: "race-email", "data-duplicate": String(email.duplicate) },
+        svg("rect", { x, y, width, height: ENVELOPE, rx: 3 }),
+        svg("path", { class: "race-flap", d: `M ${x} ${y} L ${x + width / 2} ${y + 10} ` +
+          `L ${x + width} ${y}` }),
+        svg("text", { x: x + 6, y: y + 24 }, `job ${email.job}` +
+          (email.duplicate ? " ⚠ duplicate" : "")),
+        svg("text", { x: x + 6, y: y + 36, class: "race-email-from" },
+          `sent by ${email.worker}`)));
+    });
+    if (!state.outbox.length) {
+      group.append(svg("text", { class: "race-table-name", x: left, y: top + 36 }, "(empty)"));
+    }
+    return group;
+  }
+
   function describe(state) {
     const where = state.workers.map((worker) => {
       const now = worker.done ? `${worker.name} has finished`
@@ -324,7 +353,10 @@ export default function race(body, { act, announce }) {
     });
     const rows = state.table.map((row) =>
       `job ${row.id} is ${row.status}, its worker column says ${row.worker || "nobody"}`);
-    return `The ${state.claim} claim. ${where.join(". ")}. In the jobs table, ${rows.join("; ")}.`;
+    const sent = state.outbox.map((email) => `job ${email.job} by ${email.worker}` +
+      (email.duplicate ? ", a duplicate" : ""));
+    return `The ${state.claim} claim. ${where.join(". ")}. In the jobs table, ${rows.join("; ")}. ` +
+      `Emails sent: ${sent.length ? sent.join("; ") : "none"}.`;
   }
 
   function drawPicture(state) {
