@@ -171,15 +171,14 @@ export default function race(body, { act, announce }) {
 
   // ---- the picture
 
-  let charWidth = 0;
+  // The width of one character of the code's font, as drawn now (the
+  // course's font may arrive after the first drawing).
   function measure() {
-    if (!charWidth) {
-      const probe = svg("text", {}, "0123456789");
-      picture.append(probe);
-      charWidth = probe.getComputedTextLength() / 10;
-      probe.remove();
-    }
-    return charWidth || 7.25;
+    const probe = svg("text", { class: "race-code" }, "0123456789");
+    picture.append(probe);
+    const width = probe.getComputedTextLength() / 10;
+    probe.remove();
+    return width || 7.25;
   }
 
   // Where things go at this width: side by side, or one above the other.
@@ -361,7 +360,7 @@ export default function race(body, { act, announce }) {
 
   function drawPicture(state) {
     const at = layout();
-    const key = `${state.code.join("\n")}|${at.width}`;
+    const key = `${state.code.join("\n")}|${at.width}|${at.char}`;
     if (key !== built) {
       built = key;
       build(state, at);
@@ -384,15 +383,17 @@ export default function race(body, { act, announce }) {
       part.locals.classList.toggle("empty", !locals.length);
       part.holds.textContent = worker.done
         ? "finished" + (worker.holds ? `, holds job ${worker.holds}` : "")
-        : worker.holds ? `holds job ${worker.holds} (it believes)` : "holds no job";
+        : worker.holds ? `believes it holds job ${worker.holds}` : "holds no job";
     });
     drawTable(state);
     parts.desc.textContent = describe(state);
   }
 
+  // Drawn again for a new width, or once the course's font has come.
   new ResizeObserver(() => {
     if (last && layout().width !== parts?.at.width) drawPicture(last);
   }).observe(box);
+  document.fonts.ready.then(() => last && drawPicture(last));
 
   function draw(state) {
     last = state;
