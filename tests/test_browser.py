@@ -786,6 +786,10 @@ def test_the_race_picture_moves_each_workers_pointer_and_shows_its_oldest(watche
         "pointer => getComputedStyle(pointer).transitionDuration") == "0s"
     expect(first.locator(".race-locals")).to_contain_text("oldest = (1, 'welcome_email', …)")
     expect(second.locator(".race-locals")).not_to_contain_text("oldest")
+    # worker 1 is in the gap the race lives in: it has looked, not marked
+    expect(first.locator(".race-holds")).to_have_text(
+        "in the gap: it has looked, and not marked the row yet")
+    expect(second.locator(".race-holds")).to_have_text("holds no job")
     # the picture's description says what changed
     assert picture.locator("desc").text_content() != described
     expect(picture.locator("desc")).to_contain_text("worker 1")

@@ -229,7 +229,7 @@ export default function race(body, { act, announce }) {
       const pointer = svg("g", { class: "race-pointer" },
         svg("path", { d: `M 3 2 L 14 ${ROW / 2} L 3 ${ROW - 2} Z` }));
       const locals = svg("text", { class: "race-locals", x: 8, y: localsTop + 12 });
-      const holds = svg("text", { class: "race-holds", x: 8, y: localsTop + 12 + 2 * ROW });
+      const holds = svg("text", { class: "race-holds", x: 8, y: localsTop + 12 + ROW });
       const column = svg("g", { class: "race-worker", "data-worker": index + 1 },
         svg("rect", { class: "race-code-box", x: 0, y: codeTop, width: at.column,
           height: codeHeight, rx: 4 }),
@@ -381,9 +381,15 @@ export default function race(body, { act, announce }) {
       part.locals.replaceChildren(...(locals.length ? locals : ["no local values yet"])
         .map((text, line) => svg("tspan", { x: 8, dy: line ? ROW : 0 }, text)));
       part.locals.classList.toggle("empty", !locals.length);
-      part.holds.textContent = worker.done
-        ? "finished" + (worker.holds ? `, holds job ${worker.holds}` : "")
-        : worker.holds ? `believes it holds job ${worker.holds}` : "holds no job";
+      // The naive claim's gap: a worker that has found a job but not marked it.
+      const looked = worker.locals.some(([name, value]) => name === "oldest" && value !== "None");
+      const holds = worker.done ? ["finished"]
+        : worker.holds ? [`believes it holds job ${worker.holds}`]
+          : looked ? ["in the gap: it has looked, ", "and not marked the row yet"]
+            : ["holds no job"];
+      part.holds.replaceChildren(...holds.map((text, line) =>
+        svg("tspan", { x: 8, dy: line ? ROW : 0 }, text)));
+      part.holds.classList.toggle("gap", looked && !worker.holds && !worker.done);
     });
     drawTable(state);
     parts.desc.textContent = describe(state);
