@@ -892,10 +892,16 @@ def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(browser, 
     picture = sim.locator(".race-picture svg").bounding_box()
     body = sim.bounding_box()
     assert body["x"] <= picture["x"] and picture["x"] + picture["width"] <= body["x"] + body["width"]
+    # worker 1's SELECT read the row: an arrow from the row to worker 1's column
+    arrow = sim.locator(".race-picture .race-arrow")
+    expect(arrow).to_have_attribute("data-table", "read")
+    drawn = arrow.bounding_box()
     if width == 1280:
         assert first["x"] + first["width"] <= row["x"]
         assert row["x"] + row["width"] <= second["x"]
+        assert first["x"] + first["width"] - 4 <= drawn["x"] <= row["x"]
     else:
         assert first["y"] + first["height"] <= row["y"]
         assert row["y"] + row["height"] <= second["y"]
+        assert first["y"] + first["height"] - 4 <= drawn["y"] <= row["y"]
     context.close()

@@ -264,7 +264,7 @@ export default function race(body, { act, announce }) {
     picture.setAttribute("viewBox", `0 0 ${at.width} ${height}`);
     picture.setAttribute("width", at.width);
     picture.setAttribute("height", height);
-    parts = { workers, table, arrow, at, columns, tableAt, head,
+    parts = { workers, table, arrow, at, columns, tableAt, head, columnHeight,
       desc: picture.querySelector("desc") };
   }
 
@@ -302,15 +302,22 @@ export default function race(body, { act, announce }) {
     children.push(drawOutbox(state, below + (at.wide ? 2 * ROW + 8 : ROW)));
     table.replaceChildren(...children);
     parts.arrow.replaceChildren();
-    if (touched && at.wide) {
-      const { columns, tableAt, workers } = parts;
-      const lineY = columns[entry.worker][1] + workers[entry.worker].tops.get(entry.lines[0]) +
-        ROW / 2;
-      const rowY = tableAt[1] + 20 + height / 2;
-      const edge = entry.worker === 0 ? at.column + 2 : columns[1][0] - 2;
-      const box = entry.worker === 0 ? tableAt[0] + INSET : tableAt[0] + ROW_BOX - INSET;
-      const [from, to] = touched === "read" ? [[box, rowY], [edge, lineY]]
-        : [[edge, lineY], [box, rowY]];
+    if (touched) {
+      const { columns, tableAt, workers, columnHeight } = parts;
+      let worker, row;              // the arrow's ends: at the worker, at the row
+      if (at.wide) {
+        const lineY = columns[entry.worker][1] +
+          workers[entry.worker].tops.get(entry.lines[0]) + ROW / 2;
+        const rowY = tableAt[1] + 20 + height / 2;
+        worker = [entry.worker === 0 ? at.column + 2 : columns[1][0] - 2, lineY];
+        row = [entry.worker === 0 ? tableAt[0] + INSET : tableAt[0] + ROW_BOX - INSET, rowY];
+      } else {                      // stacked: straight up to worker 1, down to worker 2
+        const x = at.width - 24;
+        worker = [x, entry.worker === 0 ? columnHeight + 2 : columns[1][1] - 2];
+        row = [x, entry.worker === 0 ? tableAt[1] + 20
+          : tableAt[1] + 20 + state.table.length * (height + 6) - 6];
+      }
+      const [from, to] = touched === "read" ? [row, worker] : [worker, row];
       parts.arrow.append(svg("path", { class: `race-arrow ${touched}`, "data-table": touched,
         d: `M ${from[0]} ${from[1]} L ${to[0]} ${to[1]}`, "marker-end": `url(#${parts.head})` }));
     }
