@@ -258,7 +258,7 @@ class Race:
         self.workers = [RaceWorker(i, db) for i, db in enumerate(self.connections[1:])]
         self.panel, self.program = panel_and_program(self.claim)
         self.outbox = []
-        self.log = []                   # {"worker", "step", "said"}, one per step run
+        self.log = []                   # one entry per step run: who, what, which lines
 
     def close(self):
         self._close_connections()

@@ -54,6 +54,12 @@ function wrap(line, width) {
   return pieces;
 }
 
+// The naive claim's gap: a worker that has found a job and not yet marked it.
+function inTheGap(worker) {
+  return !worker.done && !worker.holds &&
+    worker.locals.some(([name, value]) => name === "oldest" && value !== "None");
+}
+
 const STATUS_MARK = { queued: "○", running: "◐", done: "●" };
 
 let views = 0;                        // a page may hold more than one
@@ -355,7 +361,8 @@ export default function race(body, { act, announce }) {
         : `${worker.name} runs next: ${worker.next_step}, line ${worker.next_line}`;
       const locals = worker.locals.map(([name, value]) => `${name} = ${value}`).join(", ");
       return now + (locals ? `; its ${locals}` : "") +
-        (worker.holds ? `; it holds job ${worker.holds}` : "");
+        (worker.holds ? `; it believes it holds job ${worker.holds}` : "") +
+        (inTheGap(worker) ? "; it has looked, and not marked the row yet" : "");
     });
     const rows = state.table.map((row) =>
       `job ${row.id} is ${row.status}, its worker column says ${row.worker || "nobody"}`);
@@ -388,15 +395,14 @@ export default function race(body, { act, announce }) {
       part.locals.replaceChildren(...(locals.length ? locals : ["no local values yet"])
         .map((text, line) => svg("tspan", { x: 8, dy: line ? ROW : 0 }, text)));
       part.locals.classList.toggle("empty", !locals.length);
-      // The naive claim's gap: a worker that has found a job but not marked it.
-      const looked = worker.locals.some(([name, value]) => name === "oldest" && value !== "None");
+      const gap = inTheGap(worker);
       const holds = worker.done ? ["finished"]
         : worker.holds ? [`believes it holds job ${worker.holds}`]
-          : looked ? ["in the gap: it has looked, ", "and not marked the row yet"]
+          : gap ? ["in the gap: it has looked, ", "and not marked the row yet"]
             : ["holds no job"];
       part.holds.replaceChildren(...holds.map((text, line) =>
         svg("tspan", { x: 8, dy: line ? ROW : 0 }, text)));
-      part.holds.classList.toggle("gap", looked && !worker.holds && !worker.done);
+      part.holds.classList.toggle("gap", gap);
     });
     drawTable(state);
     parts.desc.textContent = describe(state);
