@@ -250,11 +250,13 @@ def test_the_race_steppers_two_claims_are_one_choice(watched, site_url):
     sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race")
     naive, atomic = (sim.get_by_role("radio", name=f"the {claim} claim")
                      for claim in ("naive", "atomic"))
-    code = sim.locator(".sim-code")
-    naive_code = code.inner_text()
+    code = sim.locator('.race-picture g.race-worker[data-worker="1"]')   # worker 1's code
+    naive_code = code.text_content()
+    assert "def claim_naive(db):" in naive_code
     atomic.check()
     expect(naive).not_to_be_checked()
     expect(code).not_to_have_text(naive_code)
+    expect(code).to_contain_text("def claim_atomic(db):")
     watched.keyboard.press("ArrowLeft")               # atomic has the focus
     expect(naive).to_be_checked()
     expect(atomic).not_to_be_checked()
@@ -339,7 +341,8 @@ def test_the_simulations_fit_or_say_they_scroll_sideways(browser, site_url, widt
                        for _, note, hidden in overflowing), (name, overflowing)
             scrolled += len(overflowing)
     context.close()
-    assert width == 1280 or scrolled >= 3   # the jobs table, the race's code, the matrix
+    # the jobs table, the matrix (the race's picture stacks its columns instead)
+    assert width == 1280 or scrolled >= 2
 
 
 def of_python(url):
@@ -1146,4 +1149,167 @@ def test_on_a_phone_the_payment_pictures_fit_their_words(browser, site_url):
     expect(bars.locator('[data-part="more"]')).to_have_count(1)
     assert bars.evaluate(OUTSIDE) == [] and not bars.evaluate(WIDER)
     assert lanes.evaluate(OUTSIDE) == []
+
+
+# ---- picture: race stepper
+
+RACE_CHAPTER = "the-worker-where-work-happens.html"
+
+
+def race_worker(sim, number):
+    """One worker's part of the race picture: its code, pointer and locals."""
+    return sim.locator(f'.race-picture g.race-worker[data-worker="{number}"]')
+
+
+def pointed_line(worker):
+    """The code line this worker's pointer points at, and its text."""
+    line = worker.locator(".race-pointer").get_attribute("data-line")
+    return line, worker.locator(f'.race-line[data-line="{line}"]').text_content()
+
+
+def test_the_race_picture_moves_each_workers_pointer_and_shows_its_oldest(watched, site_url):
+    watched.emulate_media(reduced_motion="reduce")     # the pointer jumps: no glide to wait for
+    sim = start_simulation(watched, site_url, RACE_CHAPTER, "race")
+    picture = sim.locator(".race-picture svg")
+    expect(picture).to_have_attribute("role", "img")
+    first, second = race_worker(sim, 1), race_worker(sim, 2)
+    for worker in (first, second):                  # both about to run the SELECT
+        expect(worker.locator(".race-pointer")).to_have_count(1)
+        assert "SELECT" in pointed_line(worker)[1]
+        expect(worker.locator(".race-locals")).not_to_contain_text("oldest")
+    before = pointed_line(second)
+    described = picture.locator("desc").text_content()
+    sim.get_by_role("button", name="Step worker 1").click()
+    answered(sim)
+    # worker 1's pointer is on the check now, with the line marked; worker 2's stays
+    line, text = pointed_line(first)
+    assert "if oldest is None" in text
+    marked = first.locator(".race-line.next")
+    assert marked.first.get_attribute("data-line") == line
+    arrow, row = (first.locator(selector).bounding_box()
+                  for selector in (".race-pointer", f'.race-line[data-line="{line}"]'))
+    assert row["y"] <= arrow["y"] + arrow["height"] / 2 <= row["y"] + row["height"]
+    assert pointed_line(second) == before
+    assert first.locator(".race-pointer").evaluate(
+        "pointer => getComputedStyle(pointer).transitionDuration") == "0s"
+    expect(first.locator(".race-locals")).to_contain_text("oldest = (1, 'welcome_email', …)")
+    expect(second.locator(".race-locals")).not_to_contain_text("oldest")
+    # worker 1 is in the gap the race lives in: it has looked, not marked
+    expect(first.locator(".race-holds")).to_have_text(
+        "in the gap: it has looked, and not marked the row yet")
+    expect(second.locator(".race-holds")).to_have_text("holds no job")
+    # the picture's description says what changed
+    assert picture.locator("desc").text_content() != described
+    expect(picture.locator("desc")).to_contain_text("worker 1")
+    assert watched.problems == []
+
+
+def test_the_race_picture_shows_the_row_between_and_a_log_in_words(watched, site_url):
+    sim = start_simulation(watched, site_url, RACE_CHAPTER, "race")
+    row = sim.locator(".race-picture .race-row")
+    log = sim.locator("ol.race-log li")
+    expect(row).to_have_count(1)
+    expect(row).to_have_attribute("data-status", "queued")
+    expect(row).to_contain_text("queued")
+    expect(log).to_have_count(0)
+    said = []
+    for number, words in [(1, "worker 1: SELECT found job 1"),
+                          (2, "worker 2: SELECT found job 1"),
+                          (1, "worker 1: it has job 1, so it goes on")]:
+        sim.get_by_role("button", name=f"Step worker {number}").click()
+        answered(sim)
+        said.append(words)
+        expect(log).to_have_count(len(said))
+        expect(log.last).to_contain_text(words)
+        if "SELECT" in words:                                   # a read: the arrow points out
+            touch = sim.locator(".race-picture .race-touch")
+            expect(touch).to_have_text(f"worker {number} read the row")
+            expect(sim.locator(".race-picture .race-arrow")).to_have_attribute(
+                "data-table", "read")
+    expect(sim.locator(".race-picture .race-arrow")).to_have_count(0)   # the check: no SQL
+    expect(row).to_have_attribute("data-status", "queued")     # nobody has marked it yet
+    sim.get_by_role("button", name="Step worker 1").click()    # worker 1's UPDATE
+    answered(sim)
+    expect(row).to_have_attribute("data-status", "running")
+    expect(row).to_contain_text("running")
+    expect(row).to_contain_text("worker 1")
+    expect(log).to_have_count(4)
+    expect(log.last).to_contain_text("UPDATE marked job 1 running for worker 1")
+    expect(sim.locator(".race-picture .race-touch")).to_have_text("worker 1 wrote the row")
+    expect(sim.locator(".race-picture .race-arrow")).to_have_attribute("data-table", "wrote")
+    sim.get_by_role("button", name="Step worker 2").click()    # worker 2's check
+    sim.get_by_role("button", name="Step worker 2").click()    # and its UPDATE, over it
+    answered(sim)
+    expect(row).to_contain_text("worker 2")
+    # both believe they hold job 1; the row names one of them
+    for number in (1, 2):
+        expect(race_worker(sim, number).locator(".race-holds")).to_contain_text("holds job 1")
+    # both send: the picture's outbox has two envelopes, the second a duplicate
+    emails = sim.locator(".race-picture .race-email")
+    expect(emails).to_have_count(0)
+    for number in (1, 2):
+        sim.get_by_role("button", name=f"Step worker {number}").click()
+        answered(sim)
+        expect(emails).to_have_count(number)
+        expect(emails.last).to_contain_text(f"sent by worker {number}")
+    expect(emails.first).to_have_attribute("data-duplicate", "false")
+    expect(emails.last).to_have_attribute("data-duplicate", "true")
+    expect(emails.last).to_contain_text("duplicate")
+    assert watched.problems == []
+
+
+def test_the_race_pictures_counts_are_the_engines(watched, site_url):
+    from sims.race.engine import every_interleaving
+    sim = start_simulation(watched, site_url, RACE_CHAPTER, "race")
+    sim.get_by_role("button", name="Try every interleaving").click()
+    answered(sim)
+    naive, atomic = every_interleaving("naive"), every_interleaving("atomic")
+    every = sim.locator(".sim-every")
+    expect(every).to_contain_text(
+        f"the naive claim: {naive['duplicates']} of {naive['schedules']} orders "
+        "send an email twice", timeout=30000)
+    expect(every).to_contain_text(
+        f"the atomic claim: {atomic['duplicates']} of {atomic['schedules']} orders")
+    why = sim.locator(".race-why")
+    expect(why).to_contain_text(f"The {naive['safe']} naive orders that send it once")
+    expect(why).to_contain_text("not equally likely")
+    # and as a bar: one part per kind of order, as wide as its share
+    bar = sim.locator(".race-orders")
+    expect(bar).to_have_attribute("role", "img")
+    twice, once = (float(bar.locator(f'rect[data-orders="{kind}"]').get_attribute("width"))
+                   for kind in ("twice", "once"))
+    assert twice / (twice + once) == pytest.approx(naive["duplicates"] / naive["schedules"],
+                                                   abs=0.01)
+    expect(bar).to_contain_text(f"{naive['duplicates']} send twice")
+    expect(bar).to_contain_text(f"{naive['safe']} send once")
+    assert watched.problems == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(browser, site_url,
+                                                                      width):
+    """Wide, the row sits between the two code columns; on a phone the
+    columns stack, the row between them, and nothing is wider than the sim."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, RACE_CHAPTER, "race")
+    sim.get_by_role("button", name="Step worker 1").click()
+    answered(sim)
+    first, second = (race_worker(sim, n).bounding_box() for n in (1, 2))
+    row = sim.locator(".race-picture .race-row").bounding_box()
+    picture = sim.locator(".race-picture svg").bounding_box()
+    body = sim.bounding_box()
+    assert body["x"] <= picture["x"] and picture["x"] + picture["width"] <= body["x"] + body["width"]
+    # worker 1's SELECT read the row: an arrow from the row to worker 1's column
+    arrow = sim.locator(".race-picture .race-arrow")
+    expect(arrow).to_have_attribute("data-table", "read")
+    drawn = arrow.bounding_box()
+    if width == 1280:
+        assert first["x"] + first["width"] <= row["x"]
+        assert row["x"] + row["width"] <= second["x"]
+        assert first["x"] + first["width"] - 4 <= drawn["x"] <= row["x"]
+    else:
+        assert first["y"] + first["height"] <= row["y"]
+        assert row["y"] + row["height"] <= second["y"]
+        assert first["y"] + first["height"] - 4 <= drawn["y"] <= row["y"]
     context.close()

@@ -462,6 +462,81 @@ def test_the_example_schedule_sends_a_duplicate(opened):
     assert state["result"] == "2 emails for 1 job: job 1 was sent twice"
 
 
+# What the picture draws: each step in a log, each worker's local values and
+# the job it believes it holds, and why so few orders are safe.
+
+def test_the_log_has_one_entry_per_step_in_words(opened):
+    stepper = opened(race.Race, "naive")
+    assert stepper.state()["log"] == []
+    state = run_schedule(stepper, [0, 1, 0])
+    assert [{key: entry[key] for key in ("worker", "step", "said")}
+            for entry in state["log"]] == [
+        {"worker": 0, "step": "SELECT", "said": "SELECT found job 1"},
+        {"worker": 1, "step": "SELECT", "said": "SELECT found job 1"},
+        {"worker": 0, "step": "if none: stop", "said": "it has job 1, so it goes on"}]
+    # each entry says which lines ran and whether they read or wrote the table
+    assert [entry["table"] for entry in state["log"]] == ["read", "read", None]
+    update = state["workers"][0]["next_lines"]  # where worker 1's pointer is now
+    state = run_schedule(stepper, [0])
+    assert state["log"][-1]["lines"] == update and state["log"][-1]["table"] == "wrote"
+    assert "UPDATE" in state["code"][update[0] - 1]
+    stepper.reset()
+    assert stepper.state()["log"] == []
+
+
+def test_a_finished_worker_adds_nothing_to_the_log(opened):
+    stepper = opened(race.Race, "atomic")
+    state = run_schedule(stepper, [0, 0, 0, 0, 0])
+    assert len(state["log"]) == 4 and state["workers"][0]["done"]
+
+
+def locals_of(state):
+    return [dict(worker["locals"]) for worker in state["workers"]]
+
+
+def test_each_worker_shows_its_own_oldest_after_its_select(opened):
+    stepper = opened(race.Race, "naive")
+    assert locals_of(stepper.state()) == [{}, {}]
+    state = run_schedule(stepper, [0])
+    assert locals_of(state) == [{"oldest": "(1, 'welcome_email', …)"}, {}]
+    state = run_schedule(stepper, [0, 0])          # past the UPDATE: the claim returned it
+    assert locals_of(state)[0] == {"job": "(1, 'welcome_email', …)"}
+    assert [w["holds"] for w in state["workers"]] == [1, None]
+
+
+def test_a_late_select_finds_none_and_holds_nothing(opened):
+    state = run_schedule(opened(race.Race, "naive"), [0, 0, 0, 1])
+    assert locals_of(state)[1] == {"oldest": "None"}
+    state = run_schedule(opened(race.Race, "atomic"), [0, 1])
+    assert locals_of(state) == [{"job": "(1, 'welcome_email', …)"}, {"job": "None"}]
+    assert [w["holds"] for w in state["workers"]] == [1, None]
+
+
+def test_both_naive_workers_believe_they_hold_the_one_job(opened):
+    state = run_schedule(opened(race.Race, "naive"), [0, 1, 0, 1, 0, 1])
+    assert [w["holds"] for w in state["workers"]] == [1, 1]
+    assert state["table"][0]["worker"] == "worker 2"      # the row names only one
+    state = run_schedule(opened(race.Race, "naive"), [0, 0, 0, 0, 0])
+    assert state["workers"][0]["holds"] is None            # acknowledged: done with it
+
+
+def test_the_race_state_is_json(opened):
+    stepper = opened(race.Race, "naive")
+    state = run_schedule(stepper, [0, 1, 0, 1])
+    assert json.loads(json.dumps(state)) == state
+
+
+@pytest.mark.parametrize("claim", race.CLAIMS)
+def test_every_interleaving_says_how_many_orders_are_safe_and_which(claim):
+    counted = race.every_interleaving(claim)
+    schedules, duplicates = interleavings_with_one_job(claim)
+    assert counted["safe"] == schedules - duplicates
+    # The safe orders are exactly those where one worker's whole claim ran
+    # before the other's first step (2 * C(4, 2) = 12 for the naive claim).
+    assert counted["apart"] == counted["safe"]
+    assert counted["claim_steps"] == {"naive": 3, "atomic": 1}[claim]
+
+
 # ---- the JSON API
 
 def test_api_round_trip_for_the_killable_queue(instances):

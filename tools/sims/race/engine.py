@@ -145,12 +145,15 @@ def build_program(claim, panel):
 
 def run_select(race, worker, step):
     worker.job = worker.db.execute(step.sql).fetchone()
+    worker.locals = {"oldest": shown(worker.job)}
     return f"SELECT found job {worker.job[0]}" if worker.job else "SELECT found no queued job"
 
 
 def run_claim_atomic(race, worker, step):
     worker.claimed_while_other_busy = race.other(worker).busy()
     worker.job = worker.db.execute(step.sql, (worker.name,)).fetchone()
+    worker.locals = {"job": shown(worker.job)}
+    worker.holds = worker.job[0] if worker.job else None
     return (f"UPDATE ... RETURNING claimed job {worker.job[0]}" if worker.job
             else "UPDATE ... RETURNING matched no queued job")
 
@@ -166,6 +169,8 @@ def run_mark(race, worker, step):
     job_id = worker.job[0]
     before = race.row(job_id)
     worker.db.execute(step.sql, (worker.name, job_id))
+    worker.locals = {"job": shown(worker.job)}      # claim_naive returned oldest
+    worker.holds = job_id
     said = f"UPDATE marked job {job_id} running for {worker.name}"
     if before["worker"] not in (None, worker.name):
         # The naive UPDATE has no condition on status: it overwrites the other's mark.
@@ -185,7 +190,20 @@ def run_send(race, worker, step):
 def run_ack(race, worker, step):
     worker.db.execute(step.sql, (worker.job[0],))
     worker.done = True
+    worker.holds = None
     return f"UPDATE marked job {worker.job[0]} done"
+
+
+def touches(sql):
+    """What a statement does to the jobs table: "read", "wrote" or None."""
+    if sql is None:
+        return None
+    return "wrote" if "UPDATE" in sql else "read"
+
+
+def shown(job):
+    """A claim's row as the worker's variable holds it, cut short."""
+    return "None" if job is None else f"({job[0]}, {job[1]!r}, …)"
 
 
 # ---- the race
@@ -200,6 +218,8 @@ class RaceWorker:
         self.done = False
         self.last = "has not started"
         self.claimed_while_other_busy = False
+        self.locals = {}                # its variables, as the code names them
+        self.holds = None               # the job it believes is its own
 
     def busy(self):
         return self.next > 0 and not self.done
@@ -238,6 +258,7 @@ class Race:
         self.workers = [RaceWorker(i, db) for i, db in enumerate(self.connections[1:])]
         self.panel, self.program = panel_and_program(self.claim)
         self.outbox = []
+        self.log = []                   # one entry per step run: who, what, which lines
 
     def close(self):
         self._close_connections()
@@ -271,6 +292,8 @@ class Race:
         step = self.program[runner.next]
         runner.last = step.run(self, runner, step)
         runner.next += 1
+        self.log.append({"worker": worker, "step": step.label, "said": runner.last,
+                         "lines": list(step.lines), "table": touches(step.sql)})
         if self.claim == "atomic" and self.finished() and self._overlapped_safely():
             self.earned.add("atomic-safe")
         return f"{runner.name}: {runner.last}"
@@ -313,6 +336,7 @@ class Race:
             "workers": [self._worker_state(worker) for worker in self.workers],
             "table": self.table(),
             "outbox": [dict(email) for email in self.outbox],
+            "log": [dict(entry) for entry in self.log],
             "result": self.result(),
             "finished": self.finished(),
             "tasks": [{"id": key, "text": text, "done": key in self.earned}
@@ -328,6 +352,8 @@ class Race:
             "next_step": step.label if step else None,
             "done": worker.done,
             "last": worker.last,
+            "locals": [[name, value] for name, value in worker.locals.items()],
+            "holds": worker.holds,
         }
 
 
@@ -351,9 +377,14 @@ def every_interleaving(claim, jobs=1):
     """Run every order of the two workers' steps, each on a fresh database.
     Each run follows a chosen prefix, then always picks the lowest worker
     still running, noting every other choice it passed up as a prefix to run
-    later: so each schedule runs exactly once."""
+    later: so each schedule runs exactly once. Besides the duplicates, it
+    counts the safe orders, and those in which one worker's whole claim ran
+    before the other worker's first step ("apart")."""
     race = Race(claim, jobs, in_memory=True)
-    schedules, duplicates = 0, []
+    # How many steps a claim takes, up to the one that marks the row.
+    claim_steps = 1 + next(index for index, step in enumerate(race.program)
+                           if step.run in (run_mark, run_claim_atomic))
+    schedules, duplicates, apart = 0, [], 0
     to_run = [[]]
     try:
         while to_run:
@@ -368,12 +399,16 @@ def every_interleaving(claim, jobs=1):
                     schedule.append(running[0])
                 race.step(schedule[position])
             schedules += 1
+            # one worker's whole claim before the other's first step
+            apart += len(set(schedule[:claim_steps])) == 1
             if any(email["duplicate"] for email in race.outbox):
                 duplicates.append(schedule)
     finally:
         race.close()
     return {"claim": claim, "jobs": jobs, "schedules": schedules,
-            "duplicates": len(duplicates), "example": min(duplicates, default=None)}
+            "duplicates": len(duplicates), "safe": schedules - len(duplicates),
+            "apart": apart, "claim_steps": claim_steps,
+            "example": min(duplicates, default=None)}
 
 
 # What the page may call, through sims.api: "new" makes a Race.
