@@ -45,13 +45,20 @@ def clock():
 
 
 @pytest.fixture
-def make_queue(tmp_path, clock):
-    """Queue objects on one database file, closed after the test."""
+def database(tmp_path):
+    """Where the queues keep their jobs: a SQLite file (a PostgreSQL
+    database in test_tinyq_pg.py, which runs these tests again)."""
+    return tmp_path / "jobs.db"
+
+
+@pytest.fixture
+def make_queue(database, clock):
+    """Queue objects on one database, closed after the test."""
     queues = []
 
     def make(seed=1, **options):
         options.setdefault("rng", random.Random(seed))
-        queue = tinyq.Queue(tmp_path / "jobs.db", clock=clock, **options)
+        queue = tinyq.Queue(database, clock=clock, **options)
         queues.append(queue)
         return queue
 

@@ -5,7 +5,6 @@ each test); then what only PostgreSQL has: many claims at once, LISTEN and
 NOTIFY."""
 import importlib
 import inspect
-import random
 import shutil
 import sys
 import threading
@@ -15,11 +14,11 @@ import pytest
 
 import test_capstone
 from harness.catalogue import CODE
-from helpers import Clock, require
+from helpers import require
 
 pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
 
-# The same tests, collected again in this module, where `make_queue` is ours.
+# The same tests, collected again in this module, where `database` is ours.
 # Left out, as they hold what only SQLite does: BEGIN IMMEDIATE's single
 # writer and in_transaction, the CHECK error's class, EXPLAIN QUERY PLAN, WAL,
 # and threads sharing a database file.
@@ -58,29 +57,12 @@ def load_tinyq_pg(monkeypatch, tmp_path, source_folder):
 
 
 @pytest.fixture
-def clock():
-    return Clock()
+def database(postgresql):
+    return postgresql
 
 
-@pytest.fixture
-def make_queue(postgresql, clock, load_tinyq_pg):
-    """Queue objects on one new database, closed after the test."""
-    queues = []
-
-    def make(seed=1, **options):
-        options.setdefault("rng", random.Random(seed))
-        queue = load_tinyq_pg.Queue(postgresql, clock=clock, **options)
-        queues.append(queue)
-        return queue
-
-    yield make
-    for queue in queues:
-        queue.close()
-
-
-@pytest.fixture
-def queue(make_queue):
-    return make_queue()
+# test_capstone's own fixtures, here given the database above.
+clock, make_queue, queue = test_capstone.clock, test_capstone.make_queue, test_capstone.queue
 
 
 # ---- what only PostgreSQL has: claims at once, and LISTEN/NOTIFY
@@ -98,8 +80,7 @@ def test_a_claim_steps_over_a_job_another_claim_holds(make_queue):
         assert theirs.claim().id == second
 
 
-def test_many_workers_at_once_never_claim_the_same_job(make_queue, postgresql, clock,
-                                                       load_tinyq_pg):
+def test_many_workers_at_once_never_claim_the_same_job(make_queue):
     producer = make_queue()
     with producer.transaction():
         ids = {producer.enqueue("email", {"n": n}) for n in range(300)}
@@ -141,8 +122,10 @@ def waited(queue, poll):
 def test_an_idle_worker_wakes_as_soon_as_a_job_is_enqueued(make_queue):
     worker, producer = make_queue(), make_queue()
     assert worker.claim() is None
-    threading.Timer(0.2, producer.enqueue, ("email", {"to": "ann"})).start()
+    producing = threading.Timer(0.2, producer.enqueue, ("email", {"to": "ann"}))
+    producing.start()
     assert waited(worker, poll=30) < 10              # woken by NOTIFY, long before the poll
+    producing.join()              # the commit wakes us before the producer hears it is done
     assert worker.claim() is not None
 
 

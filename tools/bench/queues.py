@@ -31,6 +31,7 @@ Every run gets a fresh temporary folder inside this checkout, so on the
 disk readers work on, not in memory (/tmp is in memory on some systems):
 SQLite's commits wait for the disk. BENCH_TMPDIR=folder puts them elsewhere.
 """
+import functools
 import importlib.util
 import multiprocessing
 import os
@@ -111,8 +112,8 @@ def fill_tinyq(path, jobs):
     tiny.close()
 
 
-def drain_tinyq(path, ready, report, limit):
-    tiny = tinyq.Queue(path)
+def drain_tinyq(path, ready, report, limit, library="tinyq"):
+    tiny = (tinyq_pg if library == "tinyq_pg" else tinyq).Queue(path)
     tiny.handler("noop")(lambda job: do_nothing())
 
     def run_one():
@@ -364,21 +365,8 @@ def fill_tinyq_pg(address, jobs):
     tiny.close()
 
 
-def drain_tinyq_pg(address, ready, report, limit):
-    tiny = tinyq_pg.Queue(address)
-    tiny.handler("noop")(lambda job: do_nothing())
-
-    def run_one():
-        while True:
-            if tiny.work_one():
-                return True
-            counts = tiny.counts()
-            if counts["queued"] + counts["running"] == 0:
-                return False
-            time.sleep(IDLE_SECONDS)
-
-    run_worker(run_one, ready, report, limit)
-    tiny.close()
+# the same worker, on tinyq_pg's Queue
+drain_tinyq_pg = functools.partial(drain_tinyq, library="tinyq_pg")
 
 
 def print_postgresql():
