@@ -174,7 +174,8 @@ def test_queues_starting_at_once_make_the_schema_once(postgresql, load_tinyq_pg)
 def test_killed_workers_lose_no_job(source_folder, postgresql, tmp_path, monkeypatch, capsys):
     """test_chaos.py's queue check (10,000 jobs, 4 workers killed with SIGKILL
     at random and restarted), with tinyq_pg on PostgreSQL: none lost, none
-    unexpected, every job done, and the jobs run twice counted."""
+    unexpected, every job done, some claimed again; the jobs run twice are
+    counted, but may be none (219 kills once ran none twice)."""
     from test_chaos import check_killed_workers
     folder = tmp_path / "capstone"
     folder.mkdir()
@@ -183,4 +184,4 @@ def test_killed_workers_lose_no_job(source_folder, postgresql, tmp_path, monkeyp
     monkeypatch.setenv("DATABASE", postgresql)
     open_queue = ("import os, tinyq_pg\n"
                   "queue = tinyq_pg.Queue(os.environ['DATABASE'], lease=0.2, max_attempts=1000)\n")
-    check_killed_workers(folder, open_queue, capsys)
+    check_killed_workers(folder, open_queue, capsys, duplicates_seen=False)
