@@ -185,3 +185,32 @@ def test_killed_workers_lose_no_job(source_folder, postgresql, tmp_path, monkeyp
     open_queue = ("import os, tinyq_pg\n"
                   "queue = tinyq_pg.Queue(os.environ['DATABASE'], lease=0.2, max_attempts=1000)\n")
     check_killed_workers(folder, open_queue, capsys, duplicates_seen=False)
+
+
+@pytest.mark.parametrize("other, kept", [
+    (None, False),
+    ("REPEATABLE READ: SELECT 1", True),
+    ("READ COMMITTED: SELECT 1", False),
+    ("READ COMMITTED: SELECT pg_current_xact_id()", True),      # as a write does
+], ids=["alone", "repeatable read", "read committed, read only", "read committed, wrote"])
+def test_an_open_transaction_that_may_still_look_keeps_every_old_version(queue, postgresql,
+                                                                          other, kept):
+    """Chapter 11's price of a long transaction, without its clock: after a
+    drain, VACUUM removes the claims' and acks' old row versions, unless a
+    transaction still open might see them."""
+    import psycopg
+    with queue.transaction():
+        for _ in range(50):
+            queue.enqueue("noop", {})
+    queue.db.execute("VACUUM jobs")
+    with psycopg.connect(postgresql) as looking:
+        if other:
+            level, statement = other.split(": ")
+            looking.execute(f"SET TRANSACTION ISOLATION LEVEL {level}")
+            looking.execute(statement)
+        while (job := queue.claim()) is not None:
+            queue.finish(job, "done")
+        queue.db.execute("VACUUM jobs")
+        (left,) = queue.db.execute("SELECT n_dead_tup FROM pg_stat_user_tables"
+                                   " WHERE relname = 'jobs'").fetchone()
+    assert left == (2 * 50 if kept else 0)

@@ -13,7 +13,8 @@
   litequeue (the goal is tinyq at least 3 times huey); tinyq's rate with
   100,000 jobs queued against 1,000 (at least 0.8 times); tinyq beside
   tinyq_pg on a private PostgreSQL server with 1, 2, 4 and 8 workers (tinyq_pg
-  with 4 at least 2 times its rate with 1); and the wall time
+  with 4 at least 2 times its rate with 1), and tinyq_pg slowed by a
+  transaction held open; and the wall time
   of code/capstone/chaos.py (at most 3 s). make bench installs huey and
   litequeue from requirements-bench.txt;
 - simulations (tools/bench/sims.py): click to interactive against a bare

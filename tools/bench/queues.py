@@ -23,6 +23,10 @@
    in BENCH_DIR like SQLite's): 10,000 no-op jobs drained by 1, 2, 4 and 8
    worker processes, each worker as tinyq's above; median of 3 runs each;
    the goal is tinyq_pg with 4 workers at least 2x its own rate with 1.
+   Then the price of a long transaction: one tinyq_pg worker, in this
+   process, drains 10,000 jobs with and without another connection holding
+   a REPEATABLE READ transaction open; jobs/s in each fifth of the drain,
+   and the old row versions a VACUUM afterwards could not remove.
 4. code/capstone/chaos.py at its defaults, seeds 1 to 3, each in a fresh
    copy of code/capstone/ (it writes its databases to its folder): the
    median wall time of the whole command; the goal is at most 3 s.
@@ -397,6 +401,7 @@ def print_postgresql():
                         seconds, ran = timed_drain(drain, target, count)
                     runs.append(ran / seconds)
                 rates[name, count] = statistics.median(runs)
+        held = {hold: long_transaction(address, hold) for hold in (False, True)}
     finally:
         server.__exit__(None, None, None)
     print(f"  {'workers':24}" + "".join(f"{count:>10}" for count in workers))
@@ -406,6 +411,40 @@ def print_postgresql():
         f"{rates['tinyq_pg', count] / rates[TINYQ, count]:>9.2f}x" for count in workers))
     print(f"  tinyq_pg, 4 workers / 1 worker: "
           f"{rates['tinyq_pg', 4] / rates['tinyq_pg', 1]:.2f}x (goal: at least 2x)")
+    print(f"tinyq_pg, 1 worker, {JOBS:,} jobs, jobs/s in each fifth of the drain; then how many"
+          " old row versions a VACUUM could not remove:")
+    for hold, (fifths, left) in held.items():
+        words = "another transaction held open" if hold else "no other transaction"
+        print(f"  {words:32}" + "".join(f"{rate:>7,.0f}" for rate in fifths) + f"   {left:>7,}")
+
+
+def long_transaction(address, hold):
+    """One worker drains JOBS jobs in this process, while another connection
+    holds a transaction open (REPEATABLE READ: its snapshot lasts until it
+    ends) or not. Jobs/s over each fifth of the drain, and the dead row
+    versions VACUUM then had to keep because that snapshot might see them."""
+    import psycopg
+    fill_tinyq_pg(address, JOBS)
+    tiny = tinyq_pg.Queue(address)
+    tiny.handler("noop")(lambda job: do_nothing())
+    tiny.db.execute("VACUUM ANALYZE jobs")     # both drains start from a clean table
+    other = psycopg.connect(address)
+    if hold:
+        other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        other.execute("SELECT 1")              # the snapshot is taken here
+    fifths, fifth = [], JOBS // 5
+    started = time.perf_counter()
+    for ran in range(1, JOBS + 1):
+        tiny.work_one()
+        if ran % fifth == 0:
+            fifths.append(fifth / (time.perf_counter() - started))
+            started = time.perf_counter()
+    tiny.db.execute("VACUUM jobs")
+    (left,) = tiny.db.execute("SELECT n_dead_tup FROM pg_stat_user_tables"
+                              " WHERE relname = 'jobs'").fetchone()
+    other.close()
+    tiny.close()
+    return fifths, left
 
 
 # ---- 4. chaos.py
