@@ -94,7 +94,7 @@ def test_a_class_is_graded_learner_by_learner(tmp_path):
         rows = {row[0]: row for row in csv.reader(table)}
     header = rows.pop("learner")
     exercises = [name for name in catalogue.exercises_in(guide.read_guide(ROOT / "guide.md"))
-                 if name not in catalogue.LAB]      # the optional lab is not graded here
+                 if name not in catalogue.LAB]      # nobody handed in the optional lab
     assert header == ["learner", *exercises, "passed"]
     verdicts = dict(zip(exercises, rows["ann"][1:]))
     assert verdicts["ex01_slow_signup.py"] == "PASS"
@@ -366,6 +366,45 @@ def test_make_grade_prints_only_its_progress_and_the_table(tmp_path):
     assert progress(grading, {"ann": "1/1", "bob": "0/1"})
     assert re.fullmatch(r"\*\*\* \[Makefile:\d+: grade\] Error 1\n", make), result.stderr
     assert result.returncode == 2                    # make's own status for a failed recipe
+
+
+def test_the_optional_lab_has_a_column_for_those_who_handed_it_in(tmp_path):
+    """Ann typed Chapter 11's races_pg.py, Bob did not: the lab's column says
+    so, Bob's passed count and report leave it out, and the class passed."""
+    learners = tmp_path / "class"
+    for name in ("ann", "bob"):
+        (learners / name / "capstone").mkdir(parents=True)
+        shutil.copy(CODE / "ex01_slow_signup.py", learners / name)
+    shutil.copy(CODE / "capstone" / "races_pg.py", learners / "ann" / "capstone")
+    result = subprocess.run([sys.executable, "tools/grade.py", str(learners),
+                             "--exercise=ex01_slow_signup.py",
+                             "--exercise=capstone/races_pg.py"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with (learners / "grades.csv").open() as table:
+        assert list(csv.reader(table)) == [
+            ["learner", "ex01_slow_signup.py", "capstone/races_pg.py", "passed"],
+            ["ann", "PASS", "PASS", "2/2"],
+            ["bob", "PASS", "-", "1/1"]]
+    assert "races_pg" not in (learners / "reports" / "bob.md").read_text()
+    assert "- capstone/races_pg.py: PASS" in (learners / "reports" / "ann.md").read_text()
+
+
+def test_without_the_lab_there_is_no_column_for_it(tmp_path):
+    learners = tmp_path / "class"
+    (learners / "ann").mkdir(parents=True)
+    shutil.copy(CODE / "ex01_slow_signup.py", learners / "ann")
+    result = subprocess.run([sys.executable, "tools/grade.py", str(learners),
+                             "--exercise=ex01_slow_signup.py"],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("| learner | ex01_slow_signup.py | passed |\n")
+    asked = subprocess.run([sys.executable, "tools/grade.py", str(learners),
+                            "--exercise=capstone/tinyq_pg.py"],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert (asked.returncode, asked.stdout) == (2, "")
+    assert asked.stderr == ("no learner handed in capstone/tinyq_pg.py, part of the"
+                            " optional lab\n")
 
 
 def test_grading_writes_all_of_its_files_or_none(tmp_path, monkeypatch):

@@ -13,7 +13,9 @@ tools/harness/results.py), and this reads them from there. Learners are
 graded side by side, as many at once as the machine has cores (--jobs N).
 
 It writes, in CLASS:
-  grades.csv          one row per learner, one column per exercise
+  grades.csv          one row per learner, one column per exercise (a file
+                      of Chapter 11's optional lab only if some learner
+                      handed it in; "-" for those who did not)
   grades.md           the same table, each name linking to the learner's report
   reports/NAME.md     per learner: each exercise's verdict and, under each
                       that did not pass, the section to reread and the
@@ -129,19 +131,31 @@ def tagged(tag):
             pass                         # gone, or not ours to read
 
 
-def marks(exercises, graded):
-    """The learner's verdict for each exercise; all TIMEOUT if the run wrote none."""
-    return [graded[exercise]["verdict"] if exercise in graded
+# The mark of an exercise of the optional lab that a learner did not hand in.
+NOT_HANDED_IN = "-"
+
+
+def marks(exercises, graded, folder=None):
+    """The learner's verdict for each exercise; all TIMEOUT if the run wrote
+    none. A lab file the learner's folder lacks is NOT_HANDED_IN."""
+    return [NOT_HANDED_IN if exercise in LAB and folder and not (folder / exercise).is_file()
+            else graded[exercise]["verdict"] if exercise in graded
             else results.TIMEOUT if not graded else results.NOT_RUN
             for exercise in exercises]
 
 
-def table(exercises, grades):
+def passed(row):
+    """"PASS count/exercises graded": the lab counts for those who handed it in."""
+    graded = [mark for mark in row if mark != NOT_HANDED_IN]
+    return f"{graded.count(results.PASS)}/{len(graded)}"
+
+
+def table(exercises, grades, folders):
     """The header and one row per learner: name, verdicts, passed."""
     rows = []
     for learner, graded in grades.items():
-        row = marks(exercises, graded)
-        rows.append([learner, *row, f"{row.count(results.PASS)}/{len(exercises)}"])
+        row = marks(exercises, graded, folders[learner])
+        rows.append([learner, *row, passed(row)])
     return ["learner", *exercises, "passed"], rows
 
 
@@ -152,9 +166,12 @@ def markdown(header, rows):
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in linked]) + "\n"
 
 
-def report(learner, exercises, graded, seconds=LEARNER_SECONDS):
-    """A learner's report, in Markdown: why each exercise got its verdict."""
-    verdicts = marks(exercises, graded)
+def report(learner, exercises, graded, seconds=LEARNER_SECONDS, folder=None):
+    """A learner's report, in Markdown: why each exercise got its verdict.
+    The lab's files they did not hand in are left out."""
+    verdicts = marks(exercises, graded, folder)
+    exercises = [name for name, mark in zip(exercises, verdicts) if mark != NOT_HANDED_IN]
+    verdicts = [mark for mark in verdicts if mark != NOT_HANDED_IN]
     lines = [f"# {learner}", "",
              f"{verdicts.count(results.PASS)} of {len(exercises)} exercises pass.", ""]
     if not graded:
@@ -238,13 +255,13 @@ def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     STOPPING.clear()
     pool = concurrent.futures.ThreadPoolExecutor(side_by_side)
     try:
-        running = {pool.submit(grade, learner, only, workers, seconds): learner.name
+        running = {pool.submit(grade, learner, only, workers, seconds): learner
                    for learner in learners}
         for done in concurrent.futures.as_completed(running):
-            name = running[done]
+            name = running[done].name
             grades[name] = done.result()
-            passed = marks(exercises, grades[name]).count(results.PASS)
-            print(f"{len(grades)} of {len(learners)} graded: {name}, {passed}/{len(exercises)} "
+            print(f"{len(grades)} of {len(learners)} graded: {name}, "
+                  f"{passed(marks(exercises, grades[name], running[done]))} "
                   f"passed ({clock(time.monotonic() - start)} so far)",
                   file=sys.stderr, flush=True)
     finally:
@@ -277,8 +294,7 @@ def main(argv=None):
                         help="stop a learner's grading after SECONDS and mark what it had "
                              "not graded TIMEOUT (default: %(default)s)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    # Chapter 11's optional lab is not graded here yet (make check WORK= grades it)
-    course = [name for name in exercises_in(guide.read_guide(GUIDE)) if name not in LAB]
+    course = exercises_in(guide.read_guide(GUIDE))
     if not Path(args.class_folder).is_dir():
         print("usage: python3 tools/grade.py CLASS   (a folder holding one folder per learner)",
               file=sys.stderr)
@@ -288,20 +304,28 @@ def main(argv=None):
         print(f"usage: --exercise {unknown[0]}: the guide has no such exercise "
               f"(it has {', '.join(course)})", file=sys.stderr)
         return 2
-    exercises = [name for name in course if name in args.exercise] or course
     class_folder = Path(args.class_folder).resolve()
     learners = sorted(p for p in class_folder.iterdir()
                       if p.is_dir() and not p.name.startswith(".") and p.name != REPORTS)
+    # Chapter 11's lab is optional: a column only if someone handed it in.
+    handed_in = [name for name in course if name not in LAB
+                 or any((learner / name).is_file() for learner in learners)]
+    exercises = [name for name in handed_in if name in args.exercise or not args.exercise]
     if not learners:
         print(f"{class_folder} holds no learner folders", file=sys.stderr)
+        return 2
+    if not exercises:
+        print(f"no learner handed in {', '.join(args.exercise)}, part of the optional lab",
+              file=sys.stderr)
         return 2
     if args.jobs < 1 or args.time_limit < 1:
         print("usage: --jobs and --time-limit are at least 1", file=sys.stderr)
         return 2
     grades = grade_all(learners, args.exercise, exercises, args.jobs, args.time_limit)
-    header, rows = table(exercises, grades)
+    folders = {learner.name: learner for learner in learners}
+    header, rows = table(exercises, grades, folders)
     write_all(class_folder, header, rows,
-              {name: report(name, exercises, graded, args.time_limit)
+              {name: report(name, exercises, graded, args.time_limit, folders[name])
                for name, graded in grades.items()})
     print((class_folder / "grades.md").read_text(encoding="utf-8"), end="")
     everyone_passed = all(row[-1].split("/")[0] == row[-1].split("/")[1] for row in rows)
