@@ -71,8 +71,8 @@ def server(data_under=None, **settings):
     # Short and under /tmp: a Unix socket's path must fit in 107 bytes.
     folder = Path(tempfile.mkdtemp(prefix="pg-", dir="/tmp"))
     data_folder = Path(tempfile.mkdtemp(prefix="pg-", dir=data_under)) if data_under else folder
-    for each in {folder, data_folder}:
-        if prefix:
+    if prefix:
+        for each in {folder, data_folder}:
             shutil.chown(each, SERVER_USER)
     data, log = data_folder / "data", folder / "server.log"
     options = [f"-c listen_addresses='' -k {folder}"]

@@ -129,8 +129,8 @@ class Session:
         self.folder = None               #   the copy of the exercise folder
         self.env = None                  #   the commands' environment
         self.clock = None                #   its clock file, and the warp's factor
-        self.server = contextlib.ExitStack()   # a PostgreSQL server, if it asked for one
         self.factor = None
+        self.server = contextlib.ExitStack()   # a PostgreSQL server, if it asked for one
         self.terminals = {}              # terminal -> the command last started there
         self.folders = {}                # terminal -> its folder, after a `cd`
         self.started = []                # every command, to stop them all at the end
