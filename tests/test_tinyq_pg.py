@@ -20,8 +20,8 @@ pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
 
 # The same tests, collected again in this module, where `database` is ours.
 # Left out, as they hold what only SQLite does: BEGIN IMMEDIATE's single
-# writer and in_transaction, the CHECK error's class, EXPLAIN QUERY PLAN, WAL,
-# and threads sharing a database file.
+# writer and in_transaction, the CHECK error's class, EXPLAIN QUERY PLAN
+# (PostgreSQL's plans are checked below), WAL, and threads sharing a file.
 SQLITE_ONLY = {"test_transactions_nest_and_roll_back_as_one",
                "test_two_workers_never_claim_the_same_job",
                "test_the_schema_refuses_an_unknown_status",
@@ -217,3 +217,24 @@ def test_an_open_transaction_that_may_still_look_keeps_every_old_version(queue, 
         (left,) = queue.db.execute("SELECT n_dead_tup FROM pg_stat_user_tables"
                                    " WHERE relname = 'jobs'").fetchone()
     assert left == (2 * 50 if kept else 0)
+
+
+@pytest.mark.parametrize("statement, indexes", [
+    ("BURY", ["jobs_leased"]),
+    ("CLAIM", ["jobs_leased", "jobs_waiting"])])
+def test_the_claim_uses_an_index_on_postgresql(queue, load_tinyq_pg, statement, indexes):
+    """As on SQLite: each subquery reads its partial index from the start,
+    with many finished jobs in the table; no step reads every row, or sorts."""
+    import psycopg
+    with queue.transaction():
+        for _ in range(5000):
+            queue.enqueue("noop", {})
+    queue.db.execute("UPDATE jobs SET status = 'done' WHERE id <= 4990")
+    queue.db.execute("ANALYZE jobs")
+    explain = psycopg.ClientCursor(queue.db)    # binds the values itself: EXPLAIN takes none
+    plan = [line for (line,) in explain.execute(
+        "EXPLAIN " + getattr(load_tinyq_pg, statement),
+        {"now": 0.0, "lease": 1.0, "max_attempts": 5})]
+    for index in indexes:
+        assert any(f"Index Scan using {index} on jobs" in line for line in plan), plan
+    assert not any("Seq Scan" in line or "Sort" in line for line in plan), plan
