@@ -60,3 +60,24 @@ def test_a_server_it_cannot_reach_is_named_in_one_line(run, tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith(f"cannot connect to {nowhere}: ")
     assert "Traceback" not in result.stderr
+
+
+def test_a_transaction_tried_again_keeps_its_isolation_level(source_folder, postgresql,
+                                                            monkeypatch):
+    """SERIALIZABLE's second try is SERIALIZABLE too, not the server's default."""
+    import psycopg
+    monkeypatch.syspath_prepend(str(require(source_folder, "capstone/races_pg.py").parent))
+    import races_pg
+    with psycopg.connect(postgresql, autocommit=True) as admin:
+        admin.execute("CREATE TABLE race_work (id text PRIMARY KEY, tenant text NOT NULL);"
+                      "INSERT INTO race_work SELECT 'N' || n, 'North'"
+                      " FROM generate_series(1, 4) AS n")
+    levels = []
+
+    def admit(db, worker):
+        levels.append((worker, db.execute("SHOW transaction_isolation").fetchone()[0]))
+        return races_pg.admit(db, worker)
+
+    got = races_pg.a_then_b(postgresql, admit, "SERIALIZABLE")
+    assert got["B"] == "could not serialize; again: refused"
+    assert levels == [("A", "serializable"), ("B", "serializable"), ("B", "serializable")]

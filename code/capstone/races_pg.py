@@ -60,8 +60,8 @@ def a_then_b(dsn, act, isolation="READ COMMITTED"):
     a, b = psycopg.connect(dsn), psycopg.connect(dsn)
     got = {}
     try:
-        for db in (a, b):
-            db.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+        for db in (a, b):      # for every transaction on it, a second try included
+            db.isolation_level = psycopg.IsolationLevel[isolation.replace(" ", "_")]
         got["A"] = act(a, "A")
         thread = threading.Thread(target=lambda: got.setdefault("B", act(b, "B")))
         thread.start()
