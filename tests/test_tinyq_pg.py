@@ -9,7 +9,9 @@ import shutil
 import sys
 import threading
 import time
+from pathlib import Path
 
+import psycopg
 import pytest
 
 import test_capstone
@@ -171,16 +173,13 @@ def test_queues_starting_at_once_make_the_schema_once(postgresql, load_tinyq_pg)
     assert errors == []
 
 
-def test_killed_workers_lose_no_job(source_folder, postgresql, tmp_path, monkeypatch, capsys):
+def test_killed_workers_lose_no_job(load_tinyq_pg, postgresql, monkeypatch, capsys):
     """test_chaos.py's queue check (10,000 jobs, 4 workers killed with SIGKILL
     at random and restarted), with tinyq_pg on PostgreSQL: none lost, none
     unexpected, every job done, some claimed again; the jobs run twice are
     counted, but may be none (219 kills once ran none twice)."""
     from test_chaos import check_killed_workers
-    folder = tmp_path / "capstone"
-    folder.mkdir()
-    shutil.copy(CODE / "capstone" / "tinyq.py", folder)
-    shutil.copy(require(source_folder, "capstone/tinyq_pg.py"), folder)
+    folder = Path(load_tinyq_pg.__file__).parent     # the two files, as load_tinyq_pg copied them
     monkeypatch.setenv("DATABASE", postgresql)
     open_queue = ("import os, tinyq_pg\n"
                   "queue = tinyq_pg.Queue(os.environ['DATABASE'], lease=0.2, max_attempts=1000)\n")
@@ -201,7 +200,6 @@ def test_an_open_transaction_that_may_still_look_keeps_every_old_version(queue, 
     """Chapter 11's price of a long transaction, without its clock: after a
     drain, VACUUM removes the claims' and acks' old row versions, unless a
     transaction still open might see them."""
-    import psycopg
     with queue.transaction():
         for _ in range(50):
             queue.enqueue("noop", {})
@@ -225,7 +223,6 @@ def test_an_open_transaction_that_may_still_look_keeps_every_old_version(queue, 
 def test_the_claim_uses_an_index_on_postgresql(queue, load_tinyq_pg, statement, indexes):
     """As on SQLite: each subquery reads its partial index from the start,
     with many finished jobs in the table; no step reads every row, or sorts."""
-    import psycopg
     with queue.transaction():
         for _ in range(5000):
             queue.enqueue("noop", {})

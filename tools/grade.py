@@ -135,10 +135,10 @@ def tagged(tag):
 NOT_HANDED_IN = "-"
 
 
-def marks(exercises, graded, folder=None):
+def marks(exercises, graded, folder):
     """The learner's verdict for each exercise; all TIMEOUT if the run wrote
     none. A lab file the learner's folder lacks is NOT_HANDED_IN."""
-    return [NOT_HANDED_IN if exercise in LAB and folder and not (folder / exercise).is_file()
+    return [NOT_HANDED_IN if exercise in LAB and not (folder / exercise).is_file()
             else graded[exercise]["verdict"] if exercise in graded
             else results.TIMEOUT if not graded else results.NOT_RUN
             for exercise in exercises]
@@ -166,7 +166,7 @@ def markdown(header, rows):
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in linked]) + "\n"
 
 
-def report(learner, exercises, graded, seconds=LEARNER_SECONDS, folder=None):
+def report(learner, exercises, graded, folder, seconds=LEARNER_SECONDS):
     """A learner's report, in Markdown: why each exercise got its verdict.
     The lab's files they did not hand in are left out."""
     verdicts = marks(exercises, graded, folder)
@@ -325,7 +325,7 @@ def main(argv=None):
     folders = {learner.name: learner for learner in learners}
     header, rows = table(exercises, grades, folders)
     write_all(class_folder, header, rows,
-              {name: report(name, exercises, graded, args.time_limit, folders[name])
+              {name: report(name, exercises, graded, folders[name], args.time_limit)
                for name, graded in grades.items()})
     print((class_folder / "grades.md").read_text(encoding="utf-8"), end="")
     everyone_passed = all(row[-1].split("/")[0] == row[-1].split("/")[1] for row in rows)

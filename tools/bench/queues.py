@@ -56,28 +56,19 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPSTONE = ROOT / "code" / "capstone"
 
 
-def load_tinyq():
-    """code/capstone/tinyq.py, the course's queue, imported from its file:
-    code/ is the learners' folder, not a package."""
-    spec = importlib.util.spec_from_file_location("tinyq", CAPSTONE / "tinyq.py")
+def load(name):
+    """code/capstone/NAME.py, imported from its file: code/ is the learners'
+    folder, not a package. Registered, so that tinyq_pg's `import tinyq`
+    finds the tinyq loaded here."""
+    spec = importlib.util.spec_from_file_location(name, CAPSTONE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules["tinyq"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-tinyq = load_tinyq()
-
-
-def load_tinyq_pg():
-    """code/capstone/tinyq_pg.py, which imports the tinyq loaded above."""
-    spec = importlib.util.spec_from_file_location("tinyq_pg", CAPSTONE / "tinyq_pg.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-tinyq_pg = load_tinyq_pg()
+tinyq = load("tinyq")
+tinyq_pg = load("tinyq_pg")
 
 BENCH_DIR = Path(os.environ.get("BENCH_TMPDIR") or ROOT)
 JOBS = 10_000
@@ -382,28 +373,24 @@ def print_postgresql():
     print(f"tinyq on SQLite beside tinyq_pg on PostgreSQL: {JOBS:,} no-op jobs, jobs/s,"
           f" median of {RUNS} runs")
     try:
-        server = postgres.server(data_under=BENCH_DIR)
-        address = server.__enter__()
+        with postgres.server(data_under=BENCH_DIR) as address:
+            rates = {}
+            for count in workers:
+                for name, fill, drain, where in ((TINYQ, fill_tinyq, drain_tinyq, None),
+                                                 ("tinyq_pg", fill_tinyq_pg, drain_tinyq_pg,
+                                                  address)):
+                    runs = []
+                    for _ in range(RUNS):
+                        with fresh_folder() as folder:
+                            target = where or Path(folder) / "queue.db"
+                            fill(target, JOBS)
+                            seconds, ran = timed_drain(drain, target, count)
+                        runs.append(ran / seconds)
+                    rates[name, count] = statistics.median(runs)
+            held = {hold: long_transaction(address, hold) for hold in (False, True)}
     except postgres.Unavailable as error:
         print(f"  no PostgreSQL server could be started: {error}")
         return
-    try:
-        rates = {}
-        for count in workers:
-            for name, fill, drain, where in ((TINYQ, fill_tinyq, drain_tinyq, None),
-                                             ("tinyq_pg", fill_tinyq_pg, drain_tinyq_pg,
-                                              address)):
-                runs = []
-                for _ in range(RUNS):
-                    with fresh_folder() as folder:
-                        target = where or Path(folder) / "queue.db"
-                        fill(target, JOBS)
-                        seconds, ran = timed_drain(drain, target, count)
-                    runs.append(ran / seconds)
-                rates[name, count] = statistics.median(runs)
-        held = {hold: long_transaction(address, hold) for hold in (False, True)}
-    finally:
-        server.__exit__(None, None, None)
     print(f"  {'workers':24}" + "".join(f"{count:>10}" for count in workers))
     for name in (TINYQ, "tinyq_pg"):
         print(f"  {name:24}" + "".join(f"{rates[name, count]:>10,.0f}" for count in workers))
