@@ -137,6 +137,16 @@ def test_a_job_enqueued_while_the_worker_was_busy_still_wakes_it(make_queue):
     assert waited(worker, poll=30) < 10
 
 
+def test_a_notification_sent_before_a_worker_listens_is_lost(make_queue):
+    """The glossary's LISTEN and NOTIFY: nobody listened, so nobody is told;
+    the worker finds the job only when it looks again after poll seconds."""
+    producer = make_queue()
+    producer.enqueue("email", {"to": "ann"})
+    worker = make_queue()
+    assert waited(worker, poll=0.5) >= 0.4
+    assert worker.claim() is not None
+
+
 def test_with_no_notification_a_worker_looks_again_after_poll_seconds(make_queue):
     worker = make_queue()
     assert 0.4 <= waited(worker, poll=0.5) < 10
