@@ -10,12 +10,12 @@ import re
 import subprocess
 import sys
 import threading
-import uuid
 from pathlib import Path
 
 import pytest
 
 from harness import postgres
+from helpers import new_database
 from mutations import MISTAKES
 from sims import api
 
@@ -84,15 +84,10 @@ def postgresql_server():
 
 @pytest.fixture
 def postgresql(postgresql_server):
-    """The connection string of a new, empty database on that server,
-    dropped after the test."""
-    import psycopg
-    name = f"test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgresql_server, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    yield postgresql_server.replace("dbname=postgres", f"dbname={name}")
-    with psycopg.connect(postgresql_server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    """The address of a new, empty database on that server, dropped after
+    the test."""
+    with new_database(postgresql_server) as address:
+        yield address
 
 
 CAUGHT = "classic mistakes caught"      # a user property of a test's report

@@ -1,5 +1,5 @@
 """What several test files share: a clock and dice that the test controls,
-a fresh copy of the folder under test, a learner's file imported as a
+a fresh copy of the folder under test, a new PostgreSQL database, a learner's file imported as a
 module, and the simulations asked as the page asks them. Tests import it by name (pytest.ini puts tests/ on the path)."""
 import contextlib
 import importlib.util
@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,23 @@ def fresh_copy(folder, exercise=None):
         copy = Path(scratch) / "work"
         sandbox.copy_sources(folder, copy, exercise)
         yield copy
+
+
+@contextlib.contextmanager
+def new_database(server):
+    """The address of a new, empty database on the PostgreSQL server at
+    address `server` (tools/harness/postgres.py), dropped afterwards."""
+    import psycopg                       # only the PostgreSQL lab's tests need it
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    address = server.replace("///postgres?", f"///{name}?")
+    assert address != server, f"no database name to replace in {server}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield address
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def import_learner_file(path, name):

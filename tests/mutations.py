@@ -250,11 +250,9 @@ MISTAKES = [
 
     Mistake("capstone/shop.py", "points awarded outside the job's transaction", [('''\
         with job.complete() as db:
-            db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
-                       (POINTS, job.args["customer"]))
+            db.execute(sql["add points"], (POINTS, job.args["customer"]))
             maybe_crash("inside the transaction, before the commit")''', '''\
-        queue.db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
-                         (POINTS, job.args["customer"]))
+        queue.db.execute(sql["add points"], (POINTS, job.args["customer"]))
         maybe_crash("after the points, before the ack")''')]),
     # ---- the capstone: each file graded on its own
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [

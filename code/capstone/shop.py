@@ -11,7 +11,7 @@ import random
 import tinyq
 from world import World
 
-SHOP_DB = "shop.db"
+SHOP_DB = "shop.db"              # or a postgresql:// URL, in Chapter 11's lab
 WORLD_DB = "world.db"
 WELCOME = "Welcome to the shop!"
 FEE_CENTS = 500
@@ -22,21 +22,51 @@ BACKOFF_BASE = 0.01
 BACKOFF_CAP = 0.5
 CRASHED = 3                      # the exit status of a worker maybe_crash() killed
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS customers (
-    id      INTEGER PRIMARY KEY,
-    email   TEXT NOT NULL UNIQUE,
-    points  INTEGER NOT NULL DEFAULT 0
-)
-"""
+# The shop's own table and the two statements that write to it, in the
+# words of each database: PostgreSQL's for Chapter 11's lab. PostgreSQL
+# numbers rows with an identity column, and psycopg marks a value with %s
+# where sqlite3 writes ?.
+SQL = {
+    "sqlite": {
+        "schema": """
+            CREATE TABLE IF NOT EXISTS customers (
+                id      INTEGER PRIMARY KEY,
+                email   TEXT NOT NULL UNIQUE,
+                points  INTEGER NOT NULL DEFAULT 0
+            )""",
+        "sign up": "INSERT INTO customers (email) VALUES (?) RETURNING id",
+        "add points": "UPDATE customers SET points = points + ? WHERE id = ?",
+    },
+    "postgresql": {
+        "schema": """
+            CREATE TABLE IF NOT EXISTS customers (
+                id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                email   text NOT NULL UNIQUE,
+                points  integer NOT NULL DEFAULT 0
+            )""",
+        "sign up": "INSERT INTO customers (email) VALUES (%s) RETURNING id",
+        "add points": "UPDATE customers SET points = points + %s WHERE id = %s",
+    },
+}
 
 
-def open_shop(chaos=0.0, seed=0):
+def open_queue(database):
+    """tinyq on the SQLite file `database`, or tinyq_pg on the PostgreSQL
+    server that a postgresql:// URL names."""
+    if database.startswith(("postgresql:", "postgres:")):
+        import tinyq_pg as queues        # only the lab needs psycopg
+    else:
+        queues = tinyq
+    return queues.Queue(database, lease=LEASE_SECONDS, max_attempts=MAX_ATTEMPTS,
+                        backoff_base=BACKOFF_BASE, backoff_cap=BACKOFF_CAP)
+
+
+def open_shop(chaos=0.0, seed=0, database=SHOP_DB):
     """The shop's queue, with its handlers registered. Each handler crashes
     the worker with probability `chaos` at each of its crash points."""
-    queue = tinyq.Queue(SHOP_DB, lease=LEASE_SECONDS, max_attempts=MAX_ATTEMPTS,
-                        backoff_base=BACKOFF_BASE, backoff_cap=BACKOFF_CAP)
-    queue.db.execute(SCHEMA)
+    queue = open_queue(database)
+    sql = SQL[queue.dialect]
+    queue.db.execute(sql["schema"])
     dice = random.Random()
     world = World(WORLD_DB, rng=dice)
 
@@ -69,8 +99,7 @@ def open_shop(chaos=0.0, seed=0):
         roll_dice(job)
         maybe_crash("before the points")
         with job.complete() as db:
-            db.execute("UPDATE customers SET points = points + ? WHERE id = ?",
-                       (POINTS, job.args["customer"]))
+            db.execute(sql["add points"], (POINTS, job.args["customer"]))
             maybe_crash("inside the transaction, before the commit")
 
     return queue
@@ -79,8 +108,7 @@ def open_shop(chaos=0.0, seed=0):
 def signup(queue, email):
     """A new customer and their three jobs: all four rows, or none."""
     with queue.transaction() as db:
-        (customer,) = db.execute("INSERT INTO customers (email) VALUES (?) RETURNING id",
-                                 (email,)).fetchone()
+        (customer,) = db.execute(SQL[queue.dialect]["sign up"], (email,)).fetchone()
         for kind in ("welcome_email", "signup_fee", "loyalty_points"):
             queue.enqueue(kind, {"customer": customer, "email": email})
     return customer

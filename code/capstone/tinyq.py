@@ -107,6 +107,8 @@ class Job:
 
 
 class Queue:
+    dialect = "sqlite"             # the SQL that self.db speaks: shop.py writes in it
+
     def __init__(self, path, *, lease=30.0, max_attempts=5, backoff_base=0.1,
                  backoff_cap=10.0, clock=time.time, rng=None):
         self.lease = lease

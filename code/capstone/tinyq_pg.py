@@ -93,6 +93,8 @@ class Job(tinyq.Job):
 
 
 class Queue(tinyq.Queue):
+    dialect = "postgresql"         # the SQL that self.db speaks: shop.py writes in it
+
     def __init__(self, dsn, *, lease=30.0, max_attempts=5, backoff_base=0.1,
                  backoff_cap=10.0, clock=time.time, rng=None):
         self.lease = lease

@@ -19,20 +19,24 @@ EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.
 CHAOS = "capstone/chaos.py"
 # Chapter 11's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
-LAB = ("capstone/races_pg.py", "capstone/tinyq_pg.py")
+TINYQ_PG = "capstone/tinyq_pg.py"
+LAB = ("capstone/races_pg.py", TINYQ_PG)
 # The capstone's files, each graded on its own, in the order the guide has
 # you type them. The tests that exercise a file are marked with it.
 CAPSTONE = ("capstone/tinyq.py", "capstone/world.py", "capstone/shop.py", CHAOS)
 
 
 def exercise_of(block):
-    """The exercise file that its session's commands name first, or None."""
-    for each in getattr(block, "session_blocks", None) or [block]:
+    """The exercise file that its session's commands name first, or None.
+    A session on a PostgreSQL server belongs to the optional lab: where it
+    runs chaos.py, it grades the queue chaos.py runs there, tinyq_pg.py."""
+    blocks = getattr(block, "session_blocks", None) or [block]
+    for each in blocks:
         for line in each.source.splitlines():
             match = EXERCISE.search(line) if line.startswith("$ ") else None
             if match:
                 if match.group() == "chaos":
-                    return CHAOS
+                    return TINYQ_PG if "database" in blocks[0].attributes else CHAOS
                 return ("capstone/" if match.group().endswith("_pg") else "") + match.group() + ".py"
     return None
 

@@ -3,13 +3,13 @@
 `server()` makes a cluster with initdb in a new temporary folder, starts it
 listening on a Unix socket in that folder only (no TCP port, so nothing
 else on the machine can reach it and two runs never collide), yields its
-connection string, and at the end stops it and removes the folder. The
+address (a URL), and at the end stops it and removes the folder. The
 binaries come from Debian's `postgresql` package. PostgreSQL refuses to run
 as root, so when we are root the server runs as the `postgres` user the
 package creates.
 
-    with postgres.server() as dsn:
-        psycopg.connect(dsn)
+    with postgres.server() as address:
+        psycopg.connect(address)
 """
 
 import contextlib
@@ -60,9 +60,15 @@ def as_server_user():
     return ["runuser", "-u", SERVER_USER, "--"]
 
 
+def address(socket_folder, database="postgres"):
+    """A URL for libpq, as a reader writes one (postgresql://...), for a
+    server that listens only on a Unix socket in socket_folder."""
+    return f"postgresql:///{database}?host={socket_folder}&user=postgres"
+
+
 @contextlib.contextmanager
 def server(data_under=None, **settings):
-    """Yield the connection string of a new private server. settings: its
+    """Yield the address (a URL) of a new private server. settings: its
     configuration, e.g. fsync="off"; anything not named keeps PostgreSQL's
     default. data_under: a folder to keep the data in (a new folder inside
     it), if not beside the socket in /tmp, which may be in memory."""
@@ -92,7 +98,7 @@ def server(data_under=None, **settings):
         run(bin_folder / "pg_ctl", "-D", data, "-l", log, "-o", " ".join(options),
             "-w", "-t", str(START_SECONDS), "start")
         try:
-            yield f"host={folder} user=postgres dbname=postgres"
+            yield address(folder)
         finally:
             # immediate: the data is thrown away, so there is nothing to save
             run(bin_folder / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")

@@ -1,0 +1,78 @@
+"""The capstone under fire on PostgreSQL: `chaos.py --db postgresql://...`
+runs code/'s shop.py and chaos.py on the folder under test's tinyq_pg.py,
+each run on a new database of a private server. The audit passes as on
+SQLite, Break It fails it as on SQLite, and a seed replays SQLite's run."""
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+import test_chaos
+from harness import postgres, sandbox
+from test_chaos import (ONE_WORKER, chaos_by_seed, check_without_keys, passed_for_every_seed,
+                        run_chaos)
+
+pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
+folder = test_chaos.folder
+
+
+@dataclasses.dataclass
+class Server:
+    """Where chaos.py's runs make their databases, and psycopg for the
+    sandbox's Python, which does not see the tests' virtualenv."""
+    address: str
+    packages: Path
+
+
+@pytest.fixture(scope="module")
+def server(postgresql_server, tmp_path_factory):
+    return Server(postgresql_server,
+                  postgres.reader_packages(tmp_path_factory.mktemp("psycopg") / "packages"))
+
+
+def test_the_audit_passes_on_postgresql_under_chaos(folder, server):
+    """The same crashes, lost requests and lost replies as on SQLite: for 20
+    seeds, everyone gets one email, pays $5 and holds 10 points."""
+    runs = chaos_by_seed(folder, server=server)
+    passed_for_every_seed(runs)
+    assert all(sum(test_chaos.absorbed(output)) > 0 for _, output in runs.values())
+
+
+def test_the_audit_passes_on_postgresql_under_three_times_the_chaos(folder, server):
+    passed_for_every_seed(chaos_by_seed(folder, "--chaos 0.3", server=server))
+
+
+def test_without_keys_on_postgresql_every_absorbed_duplicate_becomes_real(folder, server):
+    """Break It, on PostgreSQL: every seed fails the audit on emails or
+    charges, never on points, by exactly the duplicates its keys absorbed."""
+    keyed = chaos_by_seed(folder, ONE_WORKER, server=server)
+    keyless = chaos_by_seed(folder, ONE_WORKER, env="TINYQ_NO_KEYS=1", server=server)
+    check_without_keys(keyed, keyless)
+
+
+def test_a_seed_on_postgresql_replays_its_run_on_sqlite(folder, server):
+    """The dice belong to the seed, the job's id and the attempt, and the
+    jobs get the same ids on both databases: the same crashes, retries and
+    absorbed duplicates, whichever database holds the queue."""
+    sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 5")
+
+    def story(**where):
+        status, output = run_chaos(folder, "--seed 7 --chaos 0.3", **where)
+        assert status == 0, output
+        return re.findall(r"^(?!finished in).*$", output, re.M)
+
+    on_sqlite = story()
+    assert any(line.startswith("worker crashes: ") for line in on_sqlite), on_sqlite
+    assert story(server=server) == on_sqlite
+
+
+def test_chaos_names_a_database_it_cannot_reach(folder, server, tmp_path):
+    """A --db that no server answers is named, with psycopg's reason: no
+    traceback, and exit status 2, as for every run that gives no verdict."""
+    nowhere = postgres.address(tmp_path)
+    status, output = sandbox.run(
+        f'PYTHONPATH="$PYTHONPATH:{server.packages}" python3 chaos.py --db "{nowhere}"',
+        folder / "capstone")
+    assert status == 2, output
+    assert f"\ncannot open {nowhere}: " in output and "Traceback" not in output, output
