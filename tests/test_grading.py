@@ -390,6 +390,33 @@ def test_the_optional_lab_has_a_column_for_those_who_handed_it_in(tmp_path):
     assert "- capstone/races_pg.py: PASS" in (learners / "reports" / "ann.md").read_text()
 
 
+def test_the_lab_is_not_graded_where_no_postgresql_server_can_start(tmp_path):
+    """Ann handed in races_pg.py, on a machine where PostgreSQL cannot start
+    (here POSTGRESQL_BIN names a folder without initdb): NOT GRADED, not a
+    failure. Her passed count leaves it out, and her report says why."""
+    learners = tmp_path / "class"
+    (learners / "ann" / "capstone").mkdir(parents=True)
+    shutil.copy(CODE / "ex01_slow_signup.py", learners / "ann")
+    shutil.copy(CODE / "capstone" / "races_pg.py", learners / "ann" / "capstone")
+    nowhere = tmp_path / "no-postgresql"
+    result = subprocess.run([sys.executable, "tools/grade.py", str(learners),
+                             "--exercise=ex01_slow_signup.py",
+                             "--exercise=capstone/races_pg.py"],
+                            cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "POSTGRESQL_BIN": str(nowhere)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    with (learners / "grades.csv").open() as table:
+        assert list(csv.reader(table)) == [
+            ["learner", "ex01_slow_signup.py", "capstone/races_pg.py", "passed"],
+            ["ann", "PASS", "NOT GRADED", "1/1"]]
+    report = (learners / "reports" / "ann.md").read_text()
+    assert "1 of 1 exercises pass." in report
+    assert "- capstone/races_pg.py: NOT GRADED" in report
+    assert ("## capstone/races_pg.py: NOT GRADED\n\nThe optional lab needs a PostgreSQL server,"
+            f" and none can be started here: POSTGRESQL_BIN is {nowhere}, which has no initdb\n"
+            in report), report
+
+
 def test_without_the_lab_there_is_no_column_for_it(tmp_path):
     learners = tmp_path / "class"
     (learners / "ann").mkdir(parents=True)

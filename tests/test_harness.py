@@ -584,7 +584,8 @@ def grade(work, *tests):
              f"--results-json={results_file}"],
             cwd=catalogue.ROOT, capture_output=True, text=True)
         results = json.loads(results_file.read_text(encoding="utf-8"))
-    verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/\w+)\.py)  (NOT RUN|\w+)$", result.stdout,
+    verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/\w+)\.py)  (NOT RUN|NOT GRADED|\w+)$",
+                          result.stdout,
                           re.MULTILINE)
     assert [(name, each["verdict"]) for name, each in results["exercises"].items()] == \
         verdicts, result.stdout
@@ -611,10 +612,9 @@ def test_a_copy_of_the_reference_passes(tmp_path):
     status, verdicts, output, results = grade(tmp_path / "mine", "guide.md")
     assert status == 0, output
     # tinyq, world and shop have no transcript of their own: their tests are
-    # the claims tests, which this run leaves out.
-    # tinyq_pg.py has none either: its transcript is races_pg.py's.
-    assert verdicts == [(name, "NOT RUN" if name in (*catalogue.CAPSTONE[:3],
-                                                     "capstone/tinyq_pg.py") else "PASS")
+    # the claims tests, which this run leaves out. (tinyq_pg.py's transcript
+    # is chaos.py's, run on PostgreSQL.)
+    assert verdicts == [(name, "NOT RUN" if name in catalogue.CAPSTONE[:3] else "PASS")
                         for name in EXERCISES], output
     assert results["console_blocks"] == len([b for b in guide.read_guide(catalogue.GUIDE)
                                              if "console" in b.classes])
@@ -628,6 +628,26 @@ def test_the_optional_lab_is_graded_once_handed_in(tmp_path):
     status, verdicts, output, _ = grade(tmp_path / "mine", "guide.md", "tests/test_races_pg.py")
     assert verdicts == [(name, "MISSING") for name in REQUIRED] + [
         ("capstone/races_pg.py", "PASS")], output
+
+
+def test_the_lab_is_not_graded_where_no_server_can_start(tmp_path, monkeypatch):
+    """races_pg.py handed in, where PostgreSQL cannot start: NOT GRADED, with
+    the reason, and none of its tests or transcripts run."""
+    (tmp_path / "mine" / "capstone").mkdir(parents=True)
+    shutil.copy(CODE / "capstone" / "races_pg.py", tmp_path / "mine" / "capstone")
+    monkeypatch.setenv("POSTGRESQL_BIN", str(tmp_path / "nowhere"))
+    status, verdicts, output, results = grade(tmp_path / "mine", "guide.md",
+                                              "tests/test_races_pg.py", "-v")
+    assert verdicts == [(name, "MISSING") for name in REQUIRED] + [
+        ("capstone/races_pg.py", "NOT GRADED")], output
+    lab_blocks = [f"guide.md::line:{b.line},column:1" for b in guide.read_guide(catalogue.GUIDE)
+                  if "console" in b.classes and catalogue.exercise_of(b) in catalogue.LAB]
+    ran = output.partition("= exercises =")[0]
+    assert lab_blocks and not any(name in ran for name in ["test_races_pg.py", *lab_blocks])
+    why = ("The optional lab needs a PostgreSQL server, and none can be started here:"
+           f" POSTGRESQL_BIN is {tmp_path / 'nowhere'}, which has no initdb")
+    assert f"capstone/races_pg.py  NOT GRADED\n    {why}\n" in output
+    assert results["exercises"]["capstone/races_pg.py"]["why"] == why
 
 
 def test_a_changed_exercise_fails_with_a_diff(tmp_path):

@@ -145,8 +145,9 @@ def marks(exercises, graded, folder):
 
 
 def passed(row):
-    """"PASS count/exercises graded": the lab counts for those who handed it in."""
-    graded = [mark for mark in row if mark != NOT_HANDED_IN]
+    """"PASS count/exercises graded": the lab counts for those who handed it
+    in, where a PostgreSQL server could be started to grade it."""
+    graded = [mark for mark in row if mark not in (NOT_HANDED_IN, results.NOT_GRADED)]
     return f"{graded.count(results.PASS)}/{len(graded)}"
 
 
@@ -172,8 +173,9 @@ def report(learner, exercises, graded, folder, seconds=LEARNER_SECONDS):
     verdicts = marks(exercises, graded, folder)
     exercises = [name for name, mark in zip(exercises, verdicts) if mark != NOT_HANDED_IN]
     verdicts = [mark for mark in verdicts if mark != NOT_HANDED_IN]
+    counted = [mark for mark in verdicts if mark != results.NOT_GRADED]
     lines = [f"# {learner}", "",
-             f"{verdicts.count(results.PASS)} of {len(exercises)} exercises pass.", ""]
+             f"{counted.count(results.PASS)} of {len(counted)} exercises pass.", ""]
     if not graded:
         lines += [f"Grading stopped after {seconds} s before it could say anything: "
                   f"every exercise counts as {results.TIMEOUT}.", ""]
@@ -185,6 +187,8 @@ def report(learner, exercises, graded, folder, seconds=LEARNER_SECONDS):
         elif each and each["verdict"] == results.MISSING:
             lines += ["", f"## {exercise}: {results.MISSING}", "",
                       f"The folder has no {exercise}: a file of another name is not graded."]
+        elif each and each["verdict"] == results.NOT_GRADED:
+            lines += ["", f"## {exercise}: {results.NOT_GRADED}", "", each['why']]
     return "\n".join(lines) + "\n"
 
 

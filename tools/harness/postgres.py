@@ -30,8 +30,14 @@ class Unavailable(Exception):
 
 
 def binaries():
-    """The folder of initdb and pg_ctl: the newest Debian installs, else
+    """The folder of initdb and pg_ctl: $POSTGRESQL_BIN if set (a server
+    installed elsewhere), else the newest that Debian installs, else
     whatever pg_config on the PATH names."""
+    chosen = os.environ.get("POSTGRESQL_BIN")
+    if chosen:
+        if not (Path(chosen) / "initdb").exists():
+            raise Unavailable(f"POSTGRESQL_BIN is {chosen}, which has no initdb")
+        return Path(chosen)
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
                    key=lambda path: int(Path(path).parts[-3]))
     if found:
@@ -42,6 +48,20 @@ def binaries():
         if (Path(folder) / "initdb").exists():
             return Path(folder)
     raise Unavailable(f"PostgreSQL is not installed: {INSTALL}")
+
+
+def unavailable():
+    """Why no server can be started here, in one line; None if one can be,
+    as far as can be told without starting it."""
+    try:
+        binaries()
+        as_server_user()
+        import psycopg  # noqa: F401 (the tests' way in)
+    except Unavailable as error:
+        return str(error)
+    except ImportError:
+        return "psycopg is not installed: pip install -r requirements.txt"
+    return None
 
 
 def as_server_user():

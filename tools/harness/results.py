@@ -39,6 +39,7 @@ ERROR = "ERROR"               # it would not compile, or crashed by itself
 TIMEOUT = "TIMEOUT"           # it ran too long
 MISSING = "MISSING"           # the file is not in the folder under test
 NOT_RUN = "NOT RUN"           # no test of it ran (deselected)
+NOT_GRADED = "NOT GRADED"     # the optional lab, where no PostgreSQL server can start
 # The verdicts whose summary names the section to reread and what went wrong.
 EXPLAINED = (FAIL, ERROR, TIMEOUT)
 OUTPUT_LINES = 12             # of a problem's diff or error, at the most
@@ -207,7 +208,7 @@ def as_text(problem):
 
 def write(path, folder, console_blocks, exercises):
     """exercises: {exercise: {"verdict", "reread", "decided_by", "problems"}},
-    in the course's order."""
+    in the course's order; a NOT_GRADED one also has "why"."""
     data = {"folder": str(folder), "console_blocks": console_blocks, "exercises": exercises}
     Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n",
                           encoding="utf-8")
