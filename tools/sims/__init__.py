@@ -19,6 +19,8 @@ Run one in a terminal, from the course's folder (__main__.py):
     python3 -m tools.sims crash-timing     every crash moment against every protection (5-8)
     python3 -m tools.sims payment          the flaky bank, retries and keys (6-8)
     python3 -m tools.sims o7               Chapter 10's O7, step by step
+    python3 -m tools.sims herd             a thundering herd, and the jitter that breaks it (6)
+    python3 -m tools.sims retry-budget     retries that multiply an outage, and a budget (10)
 """
 from pathlib import Path
 

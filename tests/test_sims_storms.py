@@ -1,0 +1,165 @@
+"""Retry storms, measured: the thundering-herd engine (Chapter 6) against
+what Marc Brooker's "Exponential Backoff And Jitter" found, and the
+retry-budget engine (Chapter 10) against chapter 21 of Google's SRE book.
+Both run on virtual clocks, so no test waits."""
+import collections
+import statistics
+
+import pytest
+
+from helpers import ask, run_program
+from sims.herd import engine as herd
+from sims.herd.engine import Herd
+from sims.retry_budget import engine as retry_budget
+from sims.retry_budget.engine import RetryBudget
+
+SEEDS = range(1, 21)
+
+
+def runs(policy, **settings):
+    return [herd.summary(herd.contend(policy, seed=seed, **settings)) for seed in SEEDS]
+
+
+def mean(values):
+    return statistics.fmean(values)
+
+
+# ---- the herd
+
+def test_without_jitter_the_clients_stay_in_step():
+    """Exponential backoff without jitter: every client turned away at the
+    same instant calls again at the same instant, round after round, one
+    getting through each time; with any jitter, no two calls coincide."""
+    calls = herd.contend("exponential")
+    at_once = collections.Counter(time for time, _, _ in calls if time > 0)
+    crowds = sorted(at_once.values(), reverse=True)
+    assert crowds[:50] == list(range(99, 49, -1))
+    for policy in ("full", "equal", "decorrelated"):
+        assert herd.summary(herd.contend(policy))["in_step"] == 1, policy
+
+
+def test_full_jitter_cuts_the_calls_by_more_than_half():
+    exponential = runs("exponential")
+    for seed, full in zip(SEEDS, runs("full")):
+        assert full["calls"] < exponential[seed - 1]["calls"] / 2, seed
+
+
+def test_full_and_decorrelated_jitter_come_out_about_level():
+    """About the same work (mean calls within 5% of each other over 20
+    seeds); here decorrelated jitter takes less time, on every seed."""
+    full, decorrelated = runs("full"), runs("decorrelated")
+    assert abs(mean(r["calls"] for r in full) / mean(r["calls"] for r in decorrelated) - 1) < 0.05
+    assert all(d["seconds"] < f["seconds"] for f, d in zip(full, decorrelated))
+
+
+def test_every_client_gets_its_write_through_once():
+    for policy in herd.POLICIES:
+        calls = herd.contend(policy, clients=30)
+        assert sorted(client for _, client, taken in calls if taken) == list(range(30)), policy
+
+
+def test_writes_never_overlap():
+    """One writer at a time: each taken call starts after the last write ended."""
+    taken = [time for time, _, ok in herd.contend("full") if ok]
+    assert all(later - earlier >= herd.WRITE_SECONDS - 1e-12
+               for earlier, later in zip(taken, taken[1:]))
+
+
+def test_the_waits_are_the_policies():
+    dice = collections.namedtuple("Dice", "uniform")(lambda low, high: high)   # the longest
+    assert [herd.wait("exponential", n, 0, 0.01, 0.05, None) for n in (1, 2, 3, 4)] == \
+        [0.01, 0.02, 0.04, 0.05]
+    assert herd.wait("full", 3, 0, 0.01, 1.0, dice) == 0.04
+    assert herd.wait("equal", 3, 0, 0.01, 1.0, dice) == 0.04
+    assert herd.wait("decorrelated", 3, 0.5, 0.01, 1.0, dice) == 1.0      # 3 × 0.5, capped
+    assert herd.wait("none", 7, 0, 0.01, 1.0, dice) == 0.0
+
+
+def test_the_same_seed_gives_the_same_herd():
+    assert Herd(policy="full", seed=4).state() == Herd(policy="full", seed=4).state()
+    assert Herd(policy="full", seed=4).state() != Herd(policy="full", seed=5).state()
+
+
+def test_the_herd_refuses_settings_out_of_range():
+    with pytest.raises(ValueError, match="clients must be a whole number from 1 to 500, not 0"):
+        Herd(clients=0)
+    with pytest.raises(ValueError, match="policy must be none or exponential"):
+        Herd().configure(policy="linear")
+    with pytest.raises(ValueError, match="unknown setting 'writers'"):
+        Herd().configure(writers=2)
+
+
+def test_the_herd_answers_the_page(instances):
+    state = ask("herd", "h", "new", {"policy": "full", "clients": 20})["state"]
+    assert state["calls"] == sum(c["taken"] + c["turned_away"] for c in state["timeline"])
+    assert set(state["policies"]) == set(herd.POLICIES)
+
+
+def test_the_herd_program_prints_every_policy_and_a_timeline():
+    output = run_program("herd", "--clients", "50", "--policy", "full")
+    for name in herd.NAMES.values():
+        assert f" {name} " in output
+    assert "full jitter: calls over time, 50 slices" in output
+
+
+# ---- retry budgets
+
+def test_without_a_budget_a_dead_backend_gets_three_times_the_load():
+    assert retry_budget.amplification(1.0, budget=False) == 3.0
+    assert retry_budget.amplification(0.0, budget=False) == 1.0
+
+
+def test_a_ten_percent_budget_holds_a_dead_backend_to_about_one_point_one():
+    assert 1.09 <= retry_budget.amplification(1.0, budget=True) <= 1.11
+    for tenths in range(11):
+        assert retry_budget.amplification(tenths / 10, budget=True) <= 1.11
+
+
+def test_without_a_budget_the_load_grows_with_the_failures():
+    """1 + f + f²: each of the 3 attempts is made only if the ones before failed."""
+    for tenths in range(11):
+        failing = tenths / 10
+        load = retry_budget.amplification(failing, budget=False, requests=100_000)
+        assert load == pytest.approx(1 + failing + failing ** 2, abs=0.02)
+
+
+def last_seconds(seconds, count=10):
+    tail = seconds[-count:]
+    return sum(s["calls"] for s in tail) / sum(s["offered"] for s in tail)
+
+
+def test_without_a_budget_the_retries_alone_keep_the_backend_down():
+    """A metastable failure: five seconds of stall, then 45 s in which the
+    backend could answer every request, and it answers none in time."""
+    for jitter in (False, True):
+        sim = RetryBudget(budget=False, jitter=jitter)
+        state = sim.state()
+        assert state["recovered_at"] is None, jitter
+        assert last_seconds(state["seconds"]) > 2.5
+        assert sum(s["answered"] for s in state["seconds"][20:]) == 0
+
+
+def test_with_a_budget_the_backend_recovers():
+    for jitter in (False, True):
+        state = RetryBudget(budget=True, jitter=jitter).state()
+        assert state["recovered_at"] is not None and state["recovered_at"] < 30, jitter
+        assert last_seconds(state["seconds"]) < 1.2
+
+
+def test_without_a_stall_nothing_needs_a_retry():
+    state = RetryBudget(stall=0.0).state()
+    assert state["recovered_at"] == 10
+    assert last_seconds(state["seconds"], 60) == pytest.approx(1.0, abs=0.01)
+
+
+def test_the_retry_budget_refuses_settings_out_of_range():
+    with pytest.raises(ValueError, match=r"load must be a number from 0.1 to 1.0, not 1.5"):
+        RetryBudget(load=1.5)
+    with pytest.raises(ValueError, match="budget must be true or false"):
+        RetryBudget(budget="yes")
+
+
+def test_the_retry_budget_program_prints_both_models():
+    output = run_program("retry-budget", "--budget")
+    assert "   100%      3.00×    1.10×" in output
+    assert "recovered at " in output and "a retry budget" in output

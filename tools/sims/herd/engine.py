@@ -1,0 +1,216 @@
+"""Thundering herd (Chapter 6): clients contend for one resource, and back
+off when it turns them away, with or without jitter.
+
+The model follows Marc Brooker's "Exponential Backoff And Jitter" (AWS
+Architecture Blog, 2015). `clients` clients (100 unless set) each have one
+write to make, all from the same moment. The resource takes one writer at a
+time: a write holds it for WRITE_SECONDS, and a call that arrives meanwhile
+is turned away. Every call, taken or turned away, costs the client a round
+trip of ROUND_TRIP_SECONDS before it knows the answer; a turned-away client
+then waits as its policy says and calls again, until its write is taken.
+
+The policies, for a client's n-th failure (n = 1, 2, ...), with
+ceiling = min(cap, base * 2 ** (n - 1)):
+  none          0: call again at once
+  exponential   the ceiling itself (no jitter)
+  full          a random time from 0 to the ceiling (full jitter)
+  equal         half the ceiling, plus a random time up to the other half
+  decorrelated  a random time from base to three times the client's last
+                wait, at most cap (its first "last wait" is base)
+
+Three numbers describe a policy's run: calls (all calls made, the work the
+clients and the resource did), time (when the last client's write ended),
+and in step (the most calls made at one instant after the first: clients
+that failed together and still call together).
+
+Calls made at the same moment are answered in the clients' order, so a
+herd that calls at one instant gets one write through and the rest turned
+away. Time is virtual: nothing sleeps, and a seed always gives the same
+run, so it runs in the browser (Pyodide) as in a terminal.
+
+Run it in a terminal:
+    python3 -m tools.sims herd [--clients N] [--base S] [--cap S] [--seed N] [--policy P]
+Or from Python:
+    sim = Herd(policy="full"); sim.state()["calls"]
+"""
+import argparse
+import collections
+import heapq
+import random
+
+WRITE_SECONDS = 0.001            # how long a write holds the resource
+ROUND_TRIP_SECONDS = 0.001       # from a call to its answer, taken or turned away
+POLICIES = ("none", "exponential", "full", "equal", "decorrelated")
+NAMES = {"none": "no backoff", "exponential": "exponential, no jitter",
+         "full": "full jitter", "equal": "equal jitter", "decorrelated": "decorrelated jitter"}
+BINS = 50                        # the timeline's columns
+SETTINGS = {
+    "policy": (str, *POLICIES),
+    "clients": (int, 1, 500),
+    "base": (float, 0.0001, 1.0),
+    "cap": (float, 0.0001, 60.0),
+    "seed": (int, 0, 2**63),
+}
+
+
+def checked(settings):
+    """The settings, if every one is of its kind and in its range."""
+    for name, value in settings.items():
+        kind, *allowed = SETTINGS[name]
+        if kind is str:
+            ok = value in allowed
+        else:
+            kinds = int if kind is int else (int, float)
+            ok = (isinstance(value, kinds) and not isinstance(value, bool)
+                  and allowed[0] <= value <= allowed[1])
+        if not ok:
+            wanted = (" or ".join(allowed) if kind is str
+                      else f"a {'whole ' if kind is int else ''}number from {allowed[0]} "
+                           f"to {allowed[1]}")
+            raise ValueError(f"{name} must be {wanted}, not {value!r}")
+    return settings
+
+
+def wait(policy, failures, last, base, cap, rng):
+    """Seconds to wait after a client's `failures`-th turned-away call;
+    `last` is its previous wait (decorrelated jitter grows from it)."""
+    ceiling = min(cap, base * 2 ** (failures - 1))
+    if policy == "none":
+        return 0.0
+    if policy == "exponential":
+        return ceiling
+    if policy == "full":
+        return rng.uniform(0, ceiling)
+    if policy == "equal":
+        return ceiling / 2 + rng.uniform(0, ceiling / 2)
+    return min(cap, rng.uniform(base, last * 3))
+
+
+def contend(policy, clients=100, base=0.001, cap=1.0, seed=1):
+    """Every call, in the order made: (time, client, taken)."""
+    rng = random.Random(seed)
+    due = [(0.0, client) for client in range(clients)]   # (when it calls, who)
+    failures = [0] * clients
+    last = [base] * clients
+    free_at = 0.0                    # when the write in progress ends
+    calls = []
+    while due:
+        now, client = heapq.heappop(due)
+        taken = now >= free_at
+        calls.append((now, client, taken))
+        if taken:
+            free_at = now + WRITE_SECONDS
+            continue
+        failures[client] += 1
+        last[client] = wait(policy, failures[client], last[client], base, cap, rng)
+        heapq.heappush(due, (now + ROUND_TRIP_SECONDS + last[client], client))
+    return calls
+
+
+def summary(calls):
+    """calls; the time the last write ended; and in_step, the most calls
+    made at one instant after the first: clients still in step, calling
+    together, as they all did at the start."""
+    at_once = collections.Counter(time for time, _, _ in calls if time > 0)
+    finished = max(time for time, _, taken in calls if taken) + WRITE_SECONDS
+    return {"calls": len(calls), "seconds": finished,
+            "in_step": max(at_once.values(), default=0)}
+
+
+def timeline(calls, seconds, bins=BINS):
+    """The calls in each of `bins` equal slices of the run: taken and turned away."""
+    width = seconds / bins
+    columns = [{"start": width * n, "taken": 0, "turned_away": 0} for n in range(bins)]
+    for time, _, taken in calls:
+        column = columns[min(bins - 1, int(time / width))]
+        column["taken" if taken else "turned_away"] += 1
+    return columns
+
+
+class Herd:
+    def __init__(self, policy="exponential", clients=100, base=0.001, cap=1.0, seed=1):
+        self.settings = checked({"policy": policy, "clients": clients, "base": base,
+                                 "cap": cap, "seed": seed})
+
+    def configure(self, **changes):
+        """Change any settings (the constructor's keywords)."""
+        unknown = sorted(set(changes) - set(SETTINGS))
+        if unknown:
+            raise ValueError(f"unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS)}")
+        self.settings = checked({**self.settings, **changes})
+
+    def close(self):
+        """Nothing to free: it keeps no connection and no file."""
+
+    def compare(self):
+        """Each policy's summary, with these settings and this seed."""
+        s = self.settings
+        return {policy: summary(contend(policy, s["clients"], s["base"], s["cap"], s["seed"]))
+                for policy in POLICIES}
+
+    def state(self):
+        s = self.settings
+        calls = contend(s["policy"], s["clients"], s["base"], s["cap"], s["seed"])
+        ran = summary(calls)
+        return {"settings": dict(s), **ran, "timeline": timeline(calls, ran["seconds"]),
+                "policies": self.compare(), "names": dict(NAMES)}
+
+
+# What the page may call, through sims.api: "new" makes a Herd.
+API = {"make": Herd, "methods": {"configure", "state"}, "functions": {}}
+
+
+# ---- the text program
+
+def seconds(value):
+    """0.100 s, 12.3 s, 1 m 30 s."""
+    if value < 10:
+        return f"{value:.3f} s"
+    if value < 60:
+        return f"{value:.1f} s"
+    return f"{int(value // 60)} m {value % 60:02.0f} s"
+
+
+def bar(count, most, width=40):
+    return "█" * round(width * count / most) if most else ""
+
+
+def print_run(sim):
+    s = sim.settings
+    print(f"{s['clients']} clients, one write each, to a resource that takes one writer at a "
+          f"time; waits from {s['base'] * 1000:g} ms up to {s['cap']:g} s; seed {s['seed']}")
+    print()
+    print(f" {'policy':24} {'calls':>7} {'time':>10}  {'in step':>7}")
+    for policy, each in sim.compare().items():
+        print(f" {NAMES[policy]:24} {each['calls']:7,} {seconds(each['seconds']):>10}  "
+              f"{each['in_step']:7}")
+    state = sim.state()
+    print()
+    print(f"{NAMES[s['policy']]}: calls over time, {BINS} slices of "
+          f"{seconds(state['seconds'] / BINS)} (█ {max(1, state['calls'] // 400)}"
+          f" calls or part)")
+    most = max(column["taken"] + column["turned_away"] for column in state["timeline"])
+    for column in state["timeline"]:
+        count = column["taken"] + column["turned_away"]
+        print(f" {seconds(column['start']):>10} {count:5} {bar(count, most)}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Clients that back off, with and without jitter.")
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--base", type=float, default=0.001, help="the first wait, in seconds")
+    parser.add_argument("--cap", type=float, default=1.0, help="the longest wait, in seconds")
+    parser.add_argument("--seed", type=int, default=1, help="repeat the same dice")
+    parser.add_argument("--policy", choices=POLICIES, default="exponential",
+                        help="whose calls to draw over time")
+    options = parser.parse_args(argv)
+    try:
+        sim = Herd(policy=options.policy, clients=options.clients, base=options.base,
+                   cap=options.cap, seed=options.seed)
+    except ValueError as error:
+        parser.error(str(error))
+    print_run(sim)
+
+
+if __name__ == "__main__":
+    main()
