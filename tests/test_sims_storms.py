@@ -102,6 +102,25 @@ def test_the_herd_program_prints_every_policy_and_a_timeline():
     assert "full jitter: calls over time, 50 slices" in output
 
 
+def herd_tasks(sim):
+    return {task["id"] for task in sim.state()["tasks"] if task["done"]}
+
+
+def test_the_herd_tasks_are_earned_by_doing_them():
+    sim = Herd(policy="full")
+    assert herd_tasks(sim) == set()
+    sim.configure(policy="exponential", clients=3)          # too few to call it a herd
+    assert herd_tasks(sim) == set()
+    sim.configure(clients=100)
+    assert herd_tasks(sim) == {"herd"}
+    sim.configure(policy="full", cap=0.005)                 # 1,692 calls: a third of 5,050
+    assert herd_tasks(sim) == {"herd"}
+    sim.configure(cap=0.002)                                # 2,703: more than half
+    assert herd_tasks(sim) == {"herd", "cap"}
+    sim.configure(policy="decorrelated", cap=1.0)           # 736 calls in 0.232 s
+    assert herd_tasks(sim) == {"herd", "cap", "quick"}
+
+
 # ---- retry budgets
 
 def test_without_a_budget_a_dead_backend_gets_three_times_the_load():
@@ -163,3 +182,23 @@ def test_the_retry_budget_program_prints_both_models():
     output = run_program("retry-budget", "--budget")
     assert "   100%      3.00×    1.10×" in output
     assert "recovered at " in output and "a retry budget" in output
+
+
+def budget_tasks(sim):
+    return {task["id"] for task in sim.state()["tasks"] if task["done"]}
+
+
+def test_the_retry_budget_tasks_are_earned_by_doing_them():
+    sim = RetryBudget(stall=1.0)                 # too short a stall to keep it down
+    assert budget_tasks(sim) == set()
+    sim.configure(stall=5.0)
+    assert budget_tasks(sim) == {"stuck"}
+    sim.configure(budget=True, stall=1.0)        # back, but it was never kept down
+    assert budget_tasks(sim) == {"stuck"}
+    sim.configure(stall=5.0)                     # back at 24 s, 9 s after the stall
+    assert budget_tasks(sim) == {"stuck", "back"}
+    sim.configure(budget=False, load=0.2)        # back, but not the highest load
+    assert budget_tasks(sim) == {"stuck", "back"}
+    sim.configure(load=0.3)
+    assert budget_tasks(sim) == {"stuck", "back", "light"}
+

@@ -44,6 +44,12 @@ POLICIES = ("none", "exponential", "full", "equal", "decorrelated")
 NAMES = {"none": "no backoff", "exponential": "exponential, no jitter",
          "full": "full jitter", "equal": "equal jitter", "decorrelated": "decorrelated jitter"}
 BINS = 50                        # the timeline's columns
+TASKS = {
+    "herd": "make the herd visible: clients that call at the same instant, round after round",
+    "cap": "shrink the cap until full jitter makes more than half the calls that "
+           "exponential backoff without jitter makes",
+    "quick": "get 100 clients through in under 0.3 s with fewer than 800 calls",
+}
 SETTINGS = {
     "policy": (str, *POLICIES),
     "clients": (int, 1, 500),
@@ -131,29 +137,43 @@ class Herd:
     def __init__(self, policy="exponential", clients=100, base=0.001, cap=1.0, seed=1):
         self.settings = checked({"policy": policy, "clients": clients, "base": base,
                                  "cap": cap, "seed": seed})
+        self.earned = set()
+        self._run()
 
     def configure(self, **changes):
-        """Change any settings (the constructor's keywords)."""
+        """Change any settings (the constructor's keywords), and run again.
+        What the reader earned stays."""
         unknown = sorted(set(changes) - set(SETTINGS))
         if unknown:
             raise ValueError(f"unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS)}")
         self.settings = checked({**self.settings, **changes})
+        self._run()
 
     def close(self):
         """Nothing to free: it keeps no connection and no file."""
 
-    def compare(self):
-        """Each policy's summary, with these settings and this seed."""
+    def _run(self):
         s = self.settings
-        return {policy: summary(contend(policy, s["clients"], s["base"], s["cap"], s["seed"]))
-                for policy in POLICIES}
+        self.calls = contend(s["policy"], s["clients"], s["base"], s["cap"], s["seed"])
+        self.policies = {policy: summary(contend(policy, s["clients"], s["base"], s["cap"],
+                                                 s["seed"]))
+                         for policy in POLICIES}
+        ran = self.policies[s["policy"]]
+        if s["clients"] >= 4 and ran["in_step"] >= s["clients"] // 2:
+            self.earned.add("herd")
+        if s["policy"] == "full" and ran["calls"] > self.policies["exponential"]["calls"] / 2:
+            self.earned.add("cap")
+        if s["clients"] >= 100 and ran["seconds"] < 0.3 and ran["calls"] < 800:
+            self.earned.add("quick")
 
     def state(self):
         s = self.settings
-        calls = contend(s["policy"], s["clients"], s["base"], s["cap"], s["seed"])
-        ran = summary(calls)
-        return {"settings": dict(s), **ran, "timeline": timeline(calls, ran["seconds"]),
-                "policies": self.compare(), "names": dict(NAMES)}
+        ran = self.policies[s["policy"]]
+        return {"settings": dict(s), **ran, "timeline": timeline(self.calls, ran["seconds"]),
+                "policies": {policy: dict(each) for policy, each in self.policies.items()},
+                "names": dict(NAMES),
+                "tasks": [{"id": key, "text": text, "done": key in self.earned}
+                          for key, text in TASKS.items()]}
 
 
 # What the page may call, through sims.api: "new" makes a Herd.
@@ -181,7 +201,7 @@ def print_run(sim):
           f"time; waits from {s['base'] * 1000:g} ms up to {s['cap']:g} s; seed {s['seed']}")
     print()
     print(f" {'policy':24} {'calls':>7} {'time':>10}  {'in step':>7}")
-    for policy, each in sim.compare().items():
+    for policy, each in sim.policies.items():
         print(f" {NAMES[policy]:24} {each['calls']:7,} {seconds(each['seconds']):>10}  "
               f"{each['in_step']:7}")
     state = sim.state()

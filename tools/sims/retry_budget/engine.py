@@ -30,6 +30,7 @@ Or from Python:
 """
 import argparse
 import collections
+import functools
 import heapq
 import random
 
@@ -42,6 +43,12 @@ BACKOFF_CAP = 2.0
 STALL_AT = 10.0                  # seconds into the run
 SECONDS = 60                     # the run's length
 HEALTHY = 0.9                    # recovered: at least this share of requests answered in time
+TASKS = {
+    "stuck": "keep the backend down after its stall is over",
+    "back": "with a stall that keeps it down, bring it back within 15 s of the stall's end",
+    "light": "with a stall of 5 s or more, find the highest load at which it comes back "
+             "without a budget",
+}
 SETTINGS = {
     "budget": (bool,),
     "jitter": (bool,),
@@ -157,6 +164,16 @@ def recovery(budget, jitter, load=0.6, stall=5.0, seed=1):
     return seconds
 
 
+@functools.lru_cache(maxsize=8)
+def amplification_table(seed):
+    """The load at each tenth of calls failing, from 0 to all, without a
+    budget and with one (the same for every setting but the seed)."""
+    return tuple({"failing": tenths / 10,
+                  "without": amplification(tenths / 10, False, seed=seed),
+                  "with": amplification(tenths / 10, True, seed=seed)}
+                 for tenths in range(11))
+
+
 def recovered_at(seconds, stall):
     """The first second after the stall from which, to the end, every second
     answered at least HEALTHY of its requests in time; None if none did."""
@@ -172,29 +189,46 @@ class RetryBudget:
     def __init__(self, budget=False, jitter=False, load=0.6, stall=5.0, seed=1):
         self.settings = checked({"budget": budget, "jitter": jitter, "load": load,
                                  "stall": stall, "seed": seed})
+        self.earned = set()
+        self._run()
 
     def configure(self, **changes):
-        """Change any settings (the constructor's keywords)."""
+        """Change any settings (the constructor's keywords), and run again.
+        What the reader earned stays."""
         unknown = sorted(set(changes) - set(SETTINGS))
         if unknown:
             raise ValueError(f"unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS)}")
         self.settings = checked({**self.settings, **changes})
+        self._run()
 
     def close(self):
         """Nothing to free: it keeps no connection and no file."""
 
+    def _run(self):
+        s = self.settings
+        self.seconds = recovery(s["budget"], s["jitter"], s["load"], s["stall"], s["seed"])
+        self.recovered_at = recovered_at(self.seconds, s["stall"])
+        end = STALL_AT + s["stall"]
+        if self.recovered_at is None:
+            self.earned.add("stuck")
+        elif s["budget"]:
+            down = recovered_at(recovery(False, s["jitter"], s["load"], s["stall"], s["seed"]),
+                                s["stall"]) is None
+            if down and self.recovered_at - end <= 15:
+                self.earned.add("back")
+        elif s["load"] >= 0.3 and s["stall"] >= 5:
+            self.earned.add("light")
+
     def state(self):
         s = self.settings
-        seconds = recovery(s["budget"], s["jitter"], s["load"], s["stall"], s["seed"])
         return {
             "settings": dict(s),
-            "seconds": seconds,
+            "seconds": [dict(each) for each in self.seconds],
             "stall_at": STALL_AT,
-            "recovered_at": recovered_at(seconds, s["stall"]),
-            "amplification": [{"failing": tenths / 10,
-                               "without": amplification(tenths / 10, False, seed=s["seed"]),
-                               "with": amplification(tenths / 10, True, seed=s["seed"])}
-                              for tenths in range(11)],
+            "recovered_at": self.recovered_at,
+            "amplification": [dict(row) for row in amplification_table(s["seed"])],
+            "tasks": [{"id": key, "text": text, "done": key in self.earned}
+                      for key, text in TASKS.items()],
         }
 
 
