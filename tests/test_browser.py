@@ -1313,3 +1313,11 @@ def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(browser, 
         assert row["y"] + row["height"] <= second["y"]
         assert first["y"] + first["height"] - 4 <= drawn["y"] <= row["y"]
     context.close()
+
+
+# ---- picture: herd
+# (the thundering-herd simulation, Chapter 6)
+
+
+# ---- picture: retry budget
+# (the retry-budget simulation, Chapter 10)
