@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from harness import catalogue
 from helpers import ask, run_program
 from sims.herd import engine as herd
 from sims.herd.engine import Herd
@@ -202,3 +203,61 @@ def test_the_retry_budget_tasks_are_earned_by_doing_them():
     sim.configure(load=0.3)
     assert budget_tasks(sim) == {"stuck", "back", "light"}
 
+
+
+# ---- what the guide says the engines gave
+
+GUIDE = (catalogue.ROOT / "guide.md").read_text(encoding="utf-8")
+PROSE = " ".join(GUIDE.split())          # the guide's words, however its lines wrap
+
+
+def test_chapter_6_shows_the_table_the_herd_program_prints():
+    """With the model the text describes: 100 clients, 1 ms a write and a
+    round trip, waits from 1 ms up to 1 s, seed 1."""
+    assert Herd().settings == {"policy": "exponential", "clients": 100, "base": 0.001,
+                               "cap": 1.0, "seed": 1}
+    assert herd.WRITE_SECONDS == herd.ROUND_TRIP_SECONDS == 0.001
+    table = run_program("herd").splitlines()[2:8]
+    assert table[0].startswith(" policy") and len(table) == 6
+    assert "```text\n" + "\n".join(table) + "\n```" in GUIDE
+
+
+def test_chapter_6_quotes_the_herd_over_twenty_seeds():
+    full, decorrelated = runs("full"), runs("decorrelated")
+    said = (f"Over 20 seeds, full jitter made {round(mean(r['calls'] for r in full))} calls"
+            f" on average and decorrelated jitter {round(mean(r['calls'] for r in decorrelated))};"
+            f" decorrelated jitter finished first on every seed "
+            f"({mean(r['seconds'] for r in decorrelated):.2f} s against"
+            f" {mean(r['seconds'] for r in full):.2f} s on average).")
+    assert said in PROSE
+
+
+def test_chapter_10_quotes_the_retry_budget_engine():
+    table = {row["failing"]: row for row in retry_budget.amplification_table(1)}
+    assert (f"budget send it {table[1.0]['without']:.2f} times their requests, each request "
+            f"trying three times; with the budget, {table[1.0]['with']:.2f} times. When it fails "
+            f"half the calls: {table[0.5]['without']:.2f} times without, and still "
+            f"{table[0.5]['with']:.2f} with.") in PROSE
+    stuck = RetryBudget().state()
+    assert (stuck["settings"]["load"], stuck["settings"]["stall"],
+            retry_budget.TIMEOUT_SECONDS, retry_budget.ATTEMPTS) == (0.6, 5.0, 1.0, 3)
+    assert f"the backend {last_seconds(stuck['seconds']):.2f} times its requests" in PROSE
+    assert stuck["recovered_at"] is None
+    end = int(retry_budget.STALL_AT + stuck["settings"]["stall"])
+    assert sum(s["answered"] for s in stuck["seconds"][end:]) == 0
+    assert f"from the end of the stall to the end of the run, {retry_budget.SECONDS - end} " \
+           f"seconds later, it answers no request in time" in PROSE
+    back = RetryBudget(budget=True).state()
+    assert f"from {back['recovered_at']} s on, the backend answers its requests in time" in PROSE
+
+
+def test_the_budget_is_spent_within_the_stall_and_jitter_sends_as_many():
+    """Chapter 10: with the budget, what it saved is spent in the stall's
+    first seconds, then the load stays near 1.1 times the requests; without
+    one, jitter sends about as many calls as no jitter."""
+    back = RetryBudget(budget=True).state()["seconds"]
+    assert back[11]["calls"] > 1.5 * back[11]["offered"]
+    assert all(s["calls"] <= 1.15 * s["offered"] for s in back[13:])
+    plain, jittered = (sum(s["calls"] for s in RetryBudget(jitter=j).state()["seconds"])
+                       for j in (False, True))
+    assert abs(jittered / plain - 1) < 0.02
