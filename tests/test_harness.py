@@ -584,7 +584,7 @@ def grade(work, *tests):
              f"--results-json={results_file}"],
             cwd=catalogue.ROOT, capture_output=True, text=True)
         results = json.loads(results_file.read_text(encoding="utf-8"))
-    verdicts = re.findall(r"^((?:ex\d\d_\w+|capstone/\w+)\.py)  (NOT RUN|NOT GRADED|\w+)$",
+    verdicts = re.findall(r"^((?:ex\d\d_\w+|herd|capstone/\w+)\.py)  (NOT RUN|NOT GRADED|\w+)$",
                           result.stdout,
                           re.MULTILINE)
     assert [(name, each["verdict"]) for name, each in results["exercises"].items()] == \
@@ -594,8 +594,8 @@ def grade(work, *tests):
 
 
 EXERCISES = catalogue.exercises_in(guide.read_guide(catalogue.ROOT / "guide.md"))
-# The exercises every learner is graded on: all but Chapter 11's optional lab.
-REQUIRED = [name for name in EXERCISES if name not in catalogue.LAB]
+# The exercises every learner is graded on: all but the optional files.
+REQUIRED = [name for name in EXERCISES if name not in catalogue.OPTIONAL]
 
 
 def test_an_empty_work_folder_fails_as_missing(tmp_path):
@@ -628,6 +628,15 @@ def test_the_optional_lab_is_graded_once_handed_in(tmp_path):
     status, verdicts, output, _ = grade(tmp_path / "mine", "guide.md", "tests/test_races_pg.py")
     assert verdicts == [(name, "MISSING") for name in REQUIRED] + [
         ("capstone/races_pg.py", "PASS")], output
+
+
+def test_chapter_6s_optional_herd_is_graded_once_handed_in(tmp_path):
+    """herd.py, and no other file: it is graded, in its place in the course."""
+    (tmp_path / "mine").mkdir()
+    shutil.copy(CODE / "herd.py", tmp_path / "mine")
+    status, verdicts, output, _ = grade(tmp_path / "mine", "guide.md")
+    assert verdicts == [(name, "PASS" if name == "herd.py" else "MISSING")
+                        for name in EXERCISES if name in REQUIRED or name == "herd.py"], output
 
 
 def test_the_lab_is_not_graded_where_no_server_can_start(tmp_path, monkeypatch):

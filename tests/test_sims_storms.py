@@ -9,6 +9,7 @@ import pytest
 
 from harness import catalogue
 from helpers import ask, run_program
+from sims import course
 from sims.herd import engine as herd
 from sims.herd.engine import Herd
 from sims.retry_budget import engine as retry_budget
@@ -211,15 +212,18 @@ GUIDE = (catalogue.ROOT / "guide.md").read_text(encoding="utf-8")
 PROSE = " ".join(GUIDE.split())          # the guide's words, however its lines wrap
 
 
-def test_chapter_6_shows_the_table_the_herd_program_prints():
-    """With the model the text describes: 100 clients, 1 ms a write and a
-    round trip, waits from 1 ms up to 1 s, seed 1."""
+def test_the_herd_engine_runs_the_readers_herd_py_as_chapter_6_describes_it():
+    """The table in Chapter 6 is herd.py's own output (its transcript holds
+    it); the simulation gives the same runs, with the model the text
+    describes: 100 clients, 1 ms a write and a round trip, waits from 1 ms
+    up to 1 s, seed 1."""
+    herd_py = course.module("herd.py")
     assert Herd().settings == {"policy": "exponential", "clients": 100, "base": 0.001,
                                "cap": 1.0, "seed": 1}
-    assert herd.WRITE_SECONDS == herd.ROUND_TRIP_SECONDS == 0.001
-    table = run_program("herd").splitlines()[2:8]
-    assert table[0].startswith(" policy") and len(table) == 6
-    assert "```text\n" + "\n".join(table) + "\n```" in GUIDE
+    assert herd_py.WRITE_SECONDS == herd_py.ROUND_TRIP_SECONDS == 0.001
+    for policy in herd.POLICIES:
+        assert Herd(policy=policy).state()["calls"] == \
+            herd_py.summary(herd_py.contend(policy))["calls"], policy
 
 
 def test_chapter_6_quotes_the_herd_over_twenty_seeds():
@@ -261,3 +265,14 @@ def test_the_budget_is_spent_within_the_stall_and_jitter_sends_as_many():
     plain, jittered = (sum(s["calls"] for s in RetryBudget(jitter=j).state()["seconds"])
                        for j in (False, True))
     assert abs(jittered / plain - 1) < 0.02
+
+
+def test_chapter_6s_drill_says_what_a_cap_of_2_ms_does():
+    """Study Drill 4 of Chapter 6, with the reader's own herd.py (code/'s)."""
+    herd_py = course.module("herd.py")
+    full, exponential, decorrelated = (herd_py.summary(herd_py.contend(policy, cap=0.002))
+                                       for policy in ("full", "exponential", "decorrelated"))
+    assert full["calls"] > exponential["calls"] / 2
+    assert (f"Full jitter now makes {full['calls']:,} calls, more than half of the "
+            f"{exponential['calls']:,} without it") in PROSE
+    assert f"Why are {decorrelated['in_step']} of its clients in step again?" in PROSE

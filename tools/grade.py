@@ -13,9 +13,10 @@ tools/harness/results.py), and this reads them from there. Learners are
 graded side by side, as many at once as the machine has cores (--jobs N).
 
 It writes, in CLASS:
-  grades.csv          one row per learner, one column per exercise (a file
-                      of Chapter 11's optional lab only if some learner
-                      handed it in; "-" for those who did not)
+  grades.csv          one row per learner, one column per exercise (an
+                      optional file, Chapter 6's herd.py or one of Chapter
+                      11's lab, only if some learner handed it in; "-" for
+                      those who did not)
   grades.md           the same table, each name linking to the learner's report
   reports/NAME.md     per learner: each exercise's verdict and, under each
                       that did not pass, the section to reread and the
@@ -44,7 +45,7 @@ from urllib.parse import quote
 
 import guide
 from harness import results
-from harness.catalogue import GUIDE, LAB, ROOT, exercises_in
+from harness.catalogue import GUIDE, OPTIONAL, ROOT, exercises_in
 
 LEARNER_SECONDS = 1200           # a whole learner's grading, at the most (--time-limit)
 # What each of a learner's pytest processes may use (each command it runs
@@ -131,14 +132,14 @@ def tagged(tag):
             pass                         # gone, or not ours to read
 
 
-# The mark of an exercise of the optional lab that a learner did not hand in.
+# The mark of an optional file (catalogue.OPTIONAL) that a learner did not hand in.
 NOT_HANDED_IN = "-"
 
 
 def marks(exercises, graded, folder):
     """The learner's verdict for each exercise; all TIMEOUT if the run wrote
-    none. A lab file the learner's folder lacks is NOT_HANDED_IN."""
-    return [NOT_HANDED_IN if exercise in LAB and not (folder / exercise).is_file()
+    none. An optional file the learner's folder lacks is NOT_HANDED_IN."""
+    return [NOT_HANDED_IN if exercise in OPTIONAL and not (folder / exercise).is_file()
             else graded[exercise]["verdict"] if exercise in graded
             else results.TIMEOUT if not graded else results.NOT_RUN
             for exercise in exercises]
@@ -311,16 +312,17 @@ def main(argv=None):
     class_folder = Path(args.class_folder).resolve()
     learners = sorted(p for p in class_folder.iterdir()
                       if p.is_dir() and not p.name.startswith(".") and p.name != REPORTS)
-    # Chapter 11's lab is optional: a column only if someone handed it in.
-    handed_in = [name for name in course if name not in LAB
+    # An optional file (Chapter 11's lab, Chapter 6's herd.py) has a column
+    # only if someone handed it in.
+    handed_in = [name for name in course if name not in OPTIONAL
                  or any((learner / name).is_file() for learner in learners)]
     exercises = [name for name in handed_in if name in args.exercise or not args.exercise]
     if not learners:
         print(f"{class_folder} holds no learner folders", file=sys.stderr)
         return 2
     if not exercises:
-        print(f"no learner handed in {', '.join(args.exercise)}, part of the optional lab",
-              file=sys.stderr)
+        print(f"no learner handed in {', '.join(args.exercise)}, which "
+              f"{'is' if len(args.exercise) == 1 else 'are'} optional", file=sys.stderr)
         return 2
     if args.jobs < 1 or args.time_limit < 1:
         print("usage: --jobs and --time-limit are at least 1", file=sys.stderr)

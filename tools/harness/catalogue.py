@@ -13,14 +13,18 @@ GUIDE = ROOT / "guide.md"
 CODE = ROOT / "code"
 
 # A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
-# exercise; one that runs chaos.py, to the capstone's chaos.py; one naming
-# races_pg.py or tinyq_pg.py, to that file of the lab.
-EXERCISE = re.compile(r"\bex\d\d_\w+|\bchaos(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)")
+# exercise; one that runs chaos.py, to the capstone's chaos.py; one that
+# runs herd.py, to Chapter 6's herd.py; one naming races_pg.py or
+# tinyq_pg.py, to that file of the lab.
+EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)")
 CHAOS = "capstone/chaos.py"
 # Chapter 11's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
 TINYQ_PG = "capstone/tinyq_pg.py"
 LAB = ("capstone/races_pg.py", TINYQ_PG)
+# The files a learner may leave out: the lab's, and Chapter 6's herd.py, an
+# experiment a Study Drill has you type. Graded only if handed in.
+OPTIONAL = ("herd.py", *LAB)
 # The capstone's files, each graded on its own, in the order the guide has
 # you type them. The tests that exercise a file are marked with it.
 CAPSTONE = ("capstone/tinyq.py", "capstone/world.py", "capstone/shop.py", CHAOS)

@@ -22,7 +22,8 @@ from sybil.example import SybilFailure
 import guide
 
 from . import postgres
-from .catalogue import CODE, GUIDE, LAB, ROOT, exercise_of, exercises_in, where_taught
+from .catalogue import (CODE, GUIDE, LAB, OPTIONAL, ROOT, exercise_of, exercises_in,
+                        where_taught)
 from .results import (EXPLAINED, MISSING, NOT_GRADED, NOT_RUN, PASS, as_text, test_problem,
                       transcript_problem, verdict_of, write as write_results)
 from .sessions import close_sessions, parse_console_blocks
@@ -103,11 +104,13 @@ def pytest_collection_modifyitems(config, items):
         if isinstance(block, guide.Block) and exercise_of(block):
             item.add_marker(pytest.mark.exercise(exercise_of(block)))
     if config.getoption("--work"):
-        # The lab's tests, unless handed in and a server can start (configure).
+        # An optional file's tests only if it is handed in; the lab's only if
+        # a server can start, too (configure).
         folder = source_folder_of(config)
         no_server = config.stash[RESULTS]["no_server"]
-        skipped = [item for item in items if exercise_marked(item) in LAB
-                   and (no_server or not (folder / exercise_marked(item)).is_file())]
+        skipped = [item for item in items if exercise_marked(item) in OPTIONAL
+                   and (not (folder / exercise_marked(item)).is_file()
+                        or exercise_marked(item) in LAB and no_server)]
         config.hook.pytest_deselected(items=skipped)
         items[:] = [item for item in items if item not in skipped]
     only = config.getoption("--exercise")
@@ -240,7 +243,7 @@ def exercise_results(folder, results):
     text = GUIDE.read_text(encoding="utf-8")
     exercises = {}
     for exercise in exercises_in(guide.read_guide(GUIDE)):
-        if exercise in LAB and not (folder / exercise).is_file():
+        if exercise in OPTIONAL and not (folder / exercise).is_file():
             continue                             # optional, and not handed in
         problems = [problem for _, problem in sorted(results["problems"][exercise],
                                                       key=lambda pair: pair[0])]

@@ -1,0 +1,88 @@
+# herd.py: a thundering herd, and the jitter that breaks it up. 100
+# clients each make one write to a resource that takes one writer at a
+# time; a client turned away waits as its policy says, then calls again.
+# Time is simulated: the program runs in a blink, and a seed repeats it.
+#
+# Run it:   python3 herd.py                (every policy, 100 clients)
+#           python3 herd.py --cap 0.01     (a smaller cap)
+#           python3 herd.py --clients 20 --seed 7
+
+import argparse
+import collections
+import heapq
+import random
+
+WRITE_SECONDS = 0.001            # a write holds the resource this long
+ROUND_TRIP_SECONDS = 0.001       # from a call to its answer, yes or no
+POLICIES = {"none": "no backoff", "exponential": "exponential, no jitter",
+            "full": "full jitter", "equal": "equal jitter",
+            "decorrelated": "decorrelated jitter"}
+
+
+def wait(policy, failures, last, base, cap, dice):
+    """Seconds to wait after a client's `failures`-th refusal. `last` is its
+    previous wait, which decorrelated jitter grows from."""
+    ceiling = min(cap, base * 2 ** (failures - 1))
+    if policy == "none":
+        return 0.0
+    if policy == "exponential":
+        return ceiling
+    if policy == "full":
+        return dice.uniform(0, ceiling)
+    if policy == "equal":
+        return ceiling / 2 + dice.uniform(0, ceiling / 2)
+    return min(cap, dice.uniform(base, last * 3))        # decorrelated
+
+
+def contend(policy, clients=100, base=0.001, cap=1.0, seed=1):
+    """Every call, in the order made: (time, client, taken)."""
+    dice = random.Random(seed)
+    due = [(0.0, client) for client in range(clients)]   # all call at once
+    failures = [0] * clients
+    last = [base] * clients
+    free_at = 0.0                # when the write in progress ends
+    calls = []
+    while due:
+        now, client = heapq.heappop(due)                 # the earliest call next
+        taken = now >= free_at
+        calls.append((now, client, taken))
+        if taken:
+            free_at = now + WRITE_SECONDS
+        else:
+            failures[client] += 1
+            last[client] = wait(policy, failures[client], last[client], base, cap, dice)
+            heapq.heappush(due, (now + ROUND_TRIP_SECONDS + last[client], client))
+    return calls
+
+
+def summary(calls):
+    """How many calls; when the last write ended; and in step: the most
+    calls made at one instant after the first."""
+    at_once = collections.Counter(time for time, _, _ in calls if time > 0)
+    end = max(time for time, _, taken in calls if taken) + WRITE_SECONDS
+    return {"calls": len(calls), "seconds": end, "in_step": max(at_once.values(), default=0)}
+
+
+def shown(seconds):
+    if seconds < 10:
+        return f"{seconds:.3f} s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} m {seconds % 60:02.0f} s"
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Clients that back off, with and without jitter.")
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--base", type=float, default=0.001, help="first wait, in seconds")
+    parser.add_argument("--cap", type=float, default=1.0, help="longest wait, in seconds")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print(f" {'policy':24} {'calls':>7} {'time':>10}  {'in step':>7}")
+    for policy, name in POLICIES.items():
+        run = summary(contend(policy, args.clients, args.base, args.cap, args.seed))
+        print(f" {name:24} {run['calls']:7,} {shown(run['seconds']):>10}  {run['in_step']:7}")
+
+
+if __name__ == "__main__":
+    main()
