@@ -1365,7 +1365,7 @@ def test_the_herd_picture_draws_a_smear_with_jitter_and_spikes_without(watched, 
         rf"full jitter.*{re.escape(herd_said(full['seconds']))}.*"
         rf"at most {full['in_step']} at one instant after the first"))
     low = max(m["height"] for m in marks[1:])
-    sim.get_by_label("Policy").select_option("exponential")
+    sim.get_by_label("Policy", exact=True).select_option("exponential")
     exponential = herd_state(policy="exponential")
     expect(sim.locator(".herd-span")).to_contain_text(herd_said(exponential["seconds"]))
     answered(sim)
@@ -1423,7 +1423,7 @@ def test_the_herd_comparison_gives_every_policys_calls_and_time(watched, site_ur
     answered(sim)
     check(herd_state())
     expect(compare).to_have_attribute("aria-label", re.compile(r"full jitter \(shown\)"))
-    clients = sim.get_by_label("Clients")
+    clients = sim.get_by_label("Clients", exact=True)
     clients.fill("30")
     clients.press("Enter")
     thirty = herd_state(clients=30)
@@ -1431,7 +1431,7 @@ def test_the_herd_comparison_gives_every_policys_calls_and_time(watched, site_ur
         f"{thirty['policies']['none']['calls']:,} calls")
     answered(sim)
     check(thirty)
-    sim.get_by_label("Policy").select_option("decorrelated")
+    sim.get_by_label("Policy", exact=True).select_option("decorrelated")
     expect(compare.locator('[data-policy="decorrelated"]')).to_have_attribute(
         "data-chosen", "true")
     answered(sim)
@@ -1445,7 +1445,7 @@ def test_the_herd_tasks_by_keyboard(watched, site_url):
     than half the calls; decorrelated jitter gets 100 clients through
     quickly. Each change is announced."""
     sim = start_simulation(watched, site_url, CHAPTER_6, "herd", keyboard=True)
-    policy = sim.get_by_label("Policy")
+    policy = sim.get_by_label("Policy", exact=True)
     expect(policy).to_be_focused()
     for task in ("herd", "cap", "quick"):
         expect(task_done(sim, task)).not_to_have_class("done")
@@ -1456,7 +1456,7 @@ def test_the_herd_tasks_by_keyboard(watched, site_url):
     expect(announcer).to_contain_text("exponential, no jitter")
     watched.keyboard.press("ArrowDown")
     expect(policy).to_have_value("full")
-    cap = sim.get_by_label("Cap (s)")
+    cap = sim.get_by_label("Cap (s)", exact=True)
     cap.focus()
     watched.keyboard.press("ControlOrMeta+a")
     watched.keyboard.type("0.002")
@@ -1482,7 +1482,7 @@ def test_the_herd_refuses_a_box_out_of_range_and_says_why(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER_6, "herd")
     answered(sim)
     before = sim.locator("svg.herd-spikes").get_attribute("aria-label")
-    clients = sim.get_by_label("Clients")
+    clients = sim.get_by_label("Clients", exact=True)
     clients.fill("900")
     clients.press("Enter")
     answered(sim)
@@ -1502,7 +1502,7 @@ def test_the_herd_fits_follows_the_theme_and_passes_axe(browser, site_url, width
                                   color_scheme=scheme, bypass_csp=True)   # for axe
     page = context.new_page()
     sim = start_simulation(page, site_url, CHAPTER_6, "herd")
-    sim.get_by_label("Policy").select_option("exponential")
+    sim.get_by_label("Policy", exact=True).select_option("exponential")
     expect(task_done(sim, "herd")).to_have_class("done")
     answered(sim)
     assert sim.evaluate(STICKING_OUT) == []
