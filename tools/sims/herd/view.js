@@ -301,15 +301,18 @@ export default function herd(body, { act, announce }) {
     policy.value = state.settings.policy;
     const name = state.names[state.settings.policy];
     result.textContent = `${name}: ${many(state.calls, "call")} in ` +
-      `${seconds(state.seconds)}; after the first instant, at most ` +
-      `${many(state.in_step, "client")} called at once.`;
+      `${seconds(state.seconds)}; ` + (state.in_step
+      ? `after the first instant, at most ${many(state.in_step, "client")} called at once.`
+      : "no call after the first.");
     axisSaid.textContent = `The whole run, from 0 to ${seconds(state.seconds)}, ` +
       `in ${state.bursts.length} slices of ${span(state.seconds / state.bursts.length)}.`;
     const crowds = state.crowds.slice(1);
     crowdsSaid.textContent = crowds.length
       ? `The first instants with two or more calls: all ${state.settings.clients} at 0 s, ` +
         `then ${crowds.map((each) => `${each.calls} at ${span(each.time)}`).join(", ")}.`
-      : `Two or more at one instant only at 0 s, when all ${state.settings.clients} start.`;
+      : state.crowds.length
+        ? `Two or more at one instant only at 0 s, when all ${state.settings.clients} start.`
+        : "No two calls at one instant.";
     drawSpikes(state);
     drawCompare(state);
     tasks.replaceChildren(taskList(state.tasks));
