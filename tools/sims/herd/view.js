@@ -251,8 +251,12 @@ export default function herd(body, { act, announce }) {
     for (let power = Math.ceil(low); power <= Math.floor(high); power += 1) {
       const at = timeX + timeAt(10 ** power);
       const words = decade(power);
-      grid.push(svg("line", { class: "herd-grid", x1: at, x2: at, y1: head - 4,
-        y2: head + row * rows.length }));
+      // Narrow, the marks cross only the time bars, not the calls above them.
+      grid.push(narrow
+        ? rows.map((_, i) => svg("line", { class: "herd-grid", x1: at, x2: at,
+          y1: head + row * i + timeTop, y2: head + row * i + timeTop + 16 }))
+        : svg("line", { class: "herd-grid", x1: at, x2: at, y1: head - 4,
+          y2: head + row * rows.length }));
       if (at - (words.length * FONT) / 2 > free + 4) {
         free = at + (words.length * FONT) / 2;
         grid.push(svg("text", { class: "herd-grid-label", x: at, y: height - 8,
@@ -282,7 +286,7 @@ export default function herd(body, { act, announce }) {
       narrow ? null : svg("text", { class: "herd-head", x: callsX, y: 14 }, "calls"),
       narrow ? null : svg("text", { class: "herd-head", x: timeX, y: 14 },
         "time to the last write"),
-      ...grid, ...drawn);
+      ...grid.flat(), ...drawn);
     compare.setAttribute("width", width);
     compare.setAttribute("height", height);
     compare.setAttribute("viewBox", `0 0 ${width} ${height}`);
