@@ -1318,6 +1318,222 @@ def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(browser, 
 # ---- picture: herd
 # (the thundering-herd simulation, Chapter 6)
 
+CHAPTER_6 = "retry-trying-again-politely.html"
+
+
+def herd_state(**settings):
+    """What the herd engine reports, under CPython, for these settings (the
+    page's first run is full jitter)."""
+    from sims.herd.engine import Herd
+    return Herd(**{"policy": "full", **settings}).state()
+
+
+def herd_said(value):
+    """A time as the engine's terminal program says it."""
+    from sims.herd.engine import seconds
+    return seconds(value)
+
+
+BURSTS = """(svg) => [...svg.querySelectorAll(".herd-burst")].map((mark) => ({
+    column: Number(mark.dataset.column), most: Number(mark.dataset.most),
+    crowd: mark.classList.contains("herd-crowd"), height: mark.getBBox().height,
+    topped: !!mark.querySelector(".herd-top")}))"""
+
+
+def drawn_bursts(sim):
+    return sim.locator("svg.herd-spikes").evaluate(BURSTS)
+
+
+def test_the_herd_picture_draws_a_smear_with_jitter_and_spikes_without(watched, site_url):
+    """Full jitter: after everyone's first call, no two calls at one instant,
+    a low smear. Exponential backoff without jitter: tall spikes, each
+    topped by a mark and taller than any jittered call, round after round,
+    its tallest after the first said in words; each run on its own axis,
+    whose span is said. Every column is the engine's."""
+    fetched = python_requests(watched)
+    sim = start_simulation(watched, site_url, CHAPTER_6, "herd")
+    picture = sim.locator("svg.herd-spikes")
+    expect(picture).to_have_attribute("role", "img")
+    full = herd_state()
+    answered(sim)
+    marks = drawn_bursts(sim)
+    assert [(m["column"], m["most"]) for m in marks] == [
+        (n, each["most"]) for n, each in enumerate(full["bursts"]) if each["most"]]
+    assert [m["column"] for m in marks if m["crowd"]] == [0]      # only the start
+    expect(sim.locator(".herd-span")).to_contain_text(herd_said(full["seconds"]))
+    expect(picture).to_have_attribute("aria-label", re.compile(
+        rf"full jitter.*{re.escape(herd_said(full['seconds']))}.*"
+        rf"at most {full['in_step']} at one instant after the first"))
+    low = max(m["height"] for m in marks[1:])
+    sim.get_by_label("Policy", exact=True).select_option("exponential")
+    exponential = herd_state(policy="exponential")
+    expect(sim.locator(".herd-span")).to_contain_text(herd_said(exponential["seconds"]))
+    answered(sim)
+    marks = drawn_bursts(sim)
+    assert [(m["column"], m["most"]) for m in marks] == [
+        (n, each["most"]) for n, each in enumerate(exponential["bursts"]) if each["most"]]
+    crowds = [m for m in marks[1:] if m["crowd"]]
+    assert len(crowds) >= 20 and all(m["topped"] and m["height"] > low for m in crowds)
+    heights = [m["height"] for m in crowds]
+    assert heights == sorted(heights, reverse=True)               # one fewer each round
+    expect(sim.locator(".herd-tallest")).to_contain_text(f"{exponential['in_step']} at once")
+    expect(picture).to_have_attribute("aria-label", re.compile(
+        rf"exponential, no jitter.*at most {exponential['in_step']} at one instant"))
+    expect(task_done(sim, "herd")).to_have_class("done")
+    expect(sim.locator(".sim-status")).to_contain_text("Done: make the herd visible")
+    assert not any(url.endswith("/python_stdlib.zip") for url in fetched)
+    assert watched.problems == []
+
+
+COMPARED = """(svg) => [...svg.querySelectorAll(".herd-policy")].map((row) => ({
+    policy: row.dataset.policy, chosen: row.dataset.chosen === "true",
+    calls: row.querySelector(".herd-calls").textContent,
+    time: row.querySelector(".herd-time").textContent,
+    callsBar: row.querySelector(".herd-calls-bar").getBBox().width,
+    timeBar: row.querySelector(".herd-time-bar").getBBox().width,
+    marked: row.querySelector(".herd-chosen")?.textContent ?? ""}))"""
+
+
+def test_the_herd_comparison_gives_every_policys_calls_and_time(watched, site_url):
+    """Five rows, one a policy, with the engine's calls and time in words and
+    as bars in step with them; the chosen policy marked by a sign and
+    words, not by colour alone. A new number of clients redraws them all."""
+    sim = start_simulation(watched, site_url, CHAPTER_6, "herd")
+    compare = sim.locator("svg.herd-compare")
+    expect(compare).to_have_attribute("role", "img")
+
+    def check(state):
+        rows = compare.evaluate(COMPARED)
+        assert [row["policy"] for row in rows] == list(state["policies"])
+        for row in rows:
+            truth = state["policies"][row["policy"]]
+            assert row["calls"] == f"{truth['calls']:,} calls"
+            assert row["time"] == herd_said(truth["seconds"])
+            assert row["chosen"] == (row["policy"] == state["settings"]["policy"])
+            assert ("▶" in row["marked"]) == row["chosen"]
+        for a in rows:
+            for b in rows:
+                truth_a, truth_b = state["policies"][a["policy"]], state["policies"][b["policy"]]
+                if truth_a["calls"] > truth_b["calls"]:
+                    assert a["callsBar"] > b["callsBar"], (a, b)
+                if truth_a["seconds"] > truth_b["seconds"]:
+                    assert a["timeBar"] > b["timeBar"], (a, b)
+        return rows
+
+    answered(sim)
+    check(herd_state())
+    expect(compare).to_have_attribute("aria-label", re.compile(r"full jitter \(shown\)"))
+    clients = sim.get_by_label("Clients", exact=True)
+    clients.fill("30")
+    clients.press("Enter")
+    thirty = herd_state(clients=30)
+    expect(compare.locator('[data-policy="none"] .herd-calls')).to_have_text(
+        f"{thirty['policies']['none']['calls']:,} calls")
+    answered(sim)
+    check(thirty)
+    sim.get_by_label("Policy", exact=True).select_option("decorrelated")
+    expect(compare.locator('[data-policy="decorrelated"]')).to_have_attribute(
+        "data-chosen", "true")
+    answered(sim)
+    check(herd_state(clients=30, policy="decorrelated"))
+    assert watched.problems == []
+
+
+def test_the_herd_tasks_by_keyboard(watched, site_url):
+    """Every task, through the page's controls, by keyboard alone: no
+    jitter makes the herd; full jitter with a small enough cap makes more
+    than half the calls; decorrelated jitter gets 100 clients through
+    quickly. Each change is announced."""
+    sim = start_simulation(watched, site_url, CHAPTER_6, "herd", keyboard=True)
+    policy = sim.get_by_label("Policy", exact=True)
+    expect(policy).to_be_focused()
+    for task in ("herd", "cap", "quick"):
+        expect(task_done(sim, task)).not_to_have_class("done")
+    announcer = sim.locator('[aria-live="polite"]')
+    watched.keyboard.press("ArrowUp")             # full jitter, to exponential
+    expect(policy).to_have_value("exponential")
+    expect(task_done(sim, "herd")).to_have_class("done")
+    expect(announcer).to_contain_text("exponential, no jitter")
+    watched.keyboard.press("ArrowDown")
+    expect(policy).to_have_value("full")
+    cap = sim.get_by_label("Cap (s)", exact=True)
+    cap.focus()
+    watched.keyboard.press("ControlOrMeta+a")
+    watched.keyboard.type("0.002")
+    watched.keyboard.press("Tab")
+    expect(task_done(sim, "cap")).to_have_class("done")
+    expect(announcer).to_contain_text(f"{herd_state(cap=0.002)['calls']:,} calls")
+    cap.focus()
+    watched.keyboard.press("ControlOrMeta+a")
+    watched.keyboard.type("1")
+    watched.keyboard.press("Tab")
+    policy.focus()
+    watched.keyboard.press("ArrowDown")
+    watched.keyboard.press("ArrowDown")
+    expect(policy).to_have_value("decorrelated")
+    expect(task_done(sim, "quick")).to_have_class("done")
+    expect(sim.locator(".sim-status")).to_contain_text("That was the last task")
+    assert watched.problems == []
+
+
+def test_the_herd_refuses_a_box_out_of_range_and_says_why(watched, site_url):
+    """A number of clients the engine refuses is never sent: the box says
+    what it takes, and the picture stays as it was."""
+    sim = start_simulation(watched, site_url, CHAPTER_6, "herd")
+    answered(sim)
+    before = sim.locator("svg.herd-spikes").get_attribute("aria-label")
+    clients = sim.get_by_label("Clients", exact=True)
+    clients.fill("900")
+    clients.press("Enter")
+    answered(sim)
+    assert clients.evaluate("(input) => input.validity.rangeOverflow")
+    expect(sim.locator(".sim-status")).not_to_contain_text("did not work")
+    expect(sim.locator("svg.herd-spikes")).to_have_attribute("aria-label", before)
+    assert watched.problems == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_herd_fits_follows_the_theme_and_passes_axe(browser, site_url, width, scheme):
+    """At 1280 px and on a phone, light and dark: nothing sticks out of the
+    simulation, every word of both pictures lies inside them, the spikes
+    take the theme's own ink, and axe finds nothing serious."""
+    context = browser.new_context(viewport={"width": width, "height": 900},
+                                  color_scheme=scheme, bypass_csp=True)   # for axe
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER_6, "herd")
+    sim.get_by_label("Policy", exact=True).select_option("exponential")
+    expect(task_done(sim, "herd")).to_have_class("done")
+    answered(sim)
+    assert sim.evaluate(STICKING_OUT) == []
+    assert all(note == "sim-sideways" and not hidden
+               for _, note, hidden in sim.evaluate(OVERFLOWING))
+    for picture in ("svg.herd-spikes", "svg.herd-compare"):
+        assert sim.locator(picture).evaluate(OUTSIDE) == [], picture
+        assert not sim.locator(picture).evaluate(WIDER), picture
+    ink = sim.locator(".herd-crowd line").first.evaluate("(line) => getComputedStyle(line).stroke")
+    text = page.evaluate("getComputedStyle(document.body).color")
+    assert ink == text
+    page.add_script_tag(path=str(AXE))
+    violations = page.evaluate("""async () => (await axe.run('.sim')).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
+    context.close()
+    assert violations == []
+
+
+def test_the_herd_picture_keeps_still_when_asked(watched, site_url):
+    """A redrawn picture fades in only for a reader who allows motion."""
+    watched.emulate_media(reduced_motion="no-preference")
+    sim = start_simulation(watched, site_url, CHAPTER_6, "herd")
+    answered(sim)
+    spikes = sim.locator("svg.herd-spikes .herd-bursts")
+    assert spikes.evaluate("(g) => getComputedStyle(g).animationName") != "none"
+    watched.emulate_media(reduced_motion="reduce")
+    assert spikes.evaluate("(g) => getComputedStyle(g).animationName") == "none"
+    assert watched.problems == []
+
+
 
 # ---- picture: retry budget
 # (the retry-budget simulation, Chapter 10)

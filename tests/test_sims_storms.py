@@ -276,3 +276,43 @@ def test_chapter_6s_drill_says_what_a_cap_of_2_ms_does():
     assert (f"Full jitter now makes {full['calls']:,} calls, more than half of the "
             f"{exponential['calls']:,} without it") in PROSE
     assert f"Why are {decorrelated['in_step']} of its clients in step again?" in PROSE
+
+
+# ---- the herd picture's numbers (its view draws these)
+
+def at_each_instant(policy, **settings):
+    """How many calls were made at each instant, from the engine's own calls."""
+    return collections.Counter(time for time, _, _ in herd.contend(policy, **settings))
+
+
+@pytest.mark.parametrize("policy", ["exponential", "full", "none"])
+def test_the_herd_state_gives_the_most_calls_at_one_instant_in_each_slice(policy):
+    """`bursts`: the run in equal slices, each with its calls and the most
+    made at one instant in it, so that a herd is drawn as spikes and jitter
+    as a low smear, whatever the run's length."""
+    state = Herd(policy=policy, clients=60).state()
+    bursts = state["bursts"]
+    assert len(bursts) == herd.BURSTS
+    width = state["seconds"] / herd.BURSTS
+    assert [each["start"] for each in bursts] == pytest.approx(
+        [width * n for n in range(herd.BURSTS)])
+    counted = at_each_instant(policy, clients=60)
+    for n, each in enumerate(bursts):
+        mine = [count for time, count in counted.items()
+                if min(herd.BURSTS - 1, int(time / width)) == n]
+        assert (each["calls"], each["most"]) == (sum(mine), max(mine, default=0)), n
+    assert sum(each["calls"] for each in bursts) == state["calls"]
+    assert bursts[0]["most"] == 60                  # everyone calls at 0 s
+    assert max(each["most"] for each in bursts[1:]) <= state["in_step"]
+
+
+def test_the_herd_state_names_the_first_crowds():
+    """`crowds`: the first instants at which two or more clients called
+    together. Without jitter they are the rounds of the herd, one client
+    fewer each time; with full jitter only the start is a crowd."""
+    crowds = Herd(policy="exponential").state()["crowds"]
+    counted = at_each_instant("exponential")
+    together = sorted((time, count) for time, count in counted.items() if count >= 2)
+    assert [(each["time"], each["calls"]) for each in crowds] == together[:herd.CROWDS]
+    assert [each["calls"] for each in crowds] == list(range(100, 100 - herd.CROWDS, -1))
+    assert Herd(policy="full").state()["crowds"] == [{"time": 0.0, "calls": 100}]

@@ -44,6 +44,8 @@ POLICIES = ("none", "exponential", "full", "equal", "decorrelated")
 NAMES = {"none": "no backoff", "exponential": "exponential, no jitter",
          "full": "full jitter", "equal": "equal jitter", "decorrelated": "decorrelated jitter"}
 BINS = 50                        # the timeline's columns
+BURSTS = 200                     # the picture's columns: the most calls at one instant
+CROWDS = 8                       # how many of the first crowds the state names
 TASKS = {
     "herd": "make the herd visible: clients that call at the same instant, round after round",
     "cap": "shrink the cap until full jitter makes more than half the calls that "
@@ -133,6 +135,26 @@ def timeline(calls, seconds, bins=BINS):
     return columns
 
 
+def bursts(calls, seconds, slices=BURSTS):
+    """The run in `slices` equal slices: in each, its calls and the most made
+    at one instant. Clients in step make tall spikes; jittered ones, a low
+    smear."""
+    width = seconds / slices
+    columns = [{"start": width * n, "calls": 0, "most": 0} for n in range(slices)]
+    for time, count in collections.Counter(time for time, _, _ in calls).items():
+        column = columns[min(slices - 1, int(time / width))]
+        column["calls"] += count
+        column["most"] = max(column["most"], count)
+    return columns
+
+
+def crowds(calls, first=CROWDS):
+    """The first instants at which two or more clients called together."""
+    at_once = collections.Counter(time for time, _, _ in calls)
+    return [{"time": time, "calls": count}
+            for time, count in sorted(at_once.items()) if count >= 2][:first]
+
+
 class Herd:
     def __init__(self, policy="exponential", clients=100, base=0.001, cap=1.0, seed=1):
         self.settings = checked({"policy": policy, "clients": clients, "base": base,
@@ -170,6 +192,7 @@ class Herd:
         s = self.settings
         ran = self.policies[s["policy"]]
         return {"settings": dict(s), **ran, "timeline": timeline(self.calls, ran["seconds"]),
+                "bursts": bursts(self.calls, ran["seconds"]), "crowds": crowds(self.calls),
                 "policies": {policy: dict(each) for policy, each in self.policies.items()},
                 "names": dict(NAMES),
                 "tasks": [{"id": key, "text": text, "done": key in self.earned}

@@ -1,0 +1,341 @@
+// The thundering herd (Chapter 6): clients turned away by one resource
+// call again as their backoff policy says. Two pictures: how many clients
+// call at the same instant, over the whole run of the chosen policy (a herd
+// stands up as spikes, jitter lies down as a smear); and the five policies'
+// calls and time side by side, with the same clients and seed.
+
+import { el, svg, taskList } from "../dom.js";
+
+// A time as the engine's terminal program says it: 0.768 s, 12.3 s, 1 m 30 s.
+function seconds(value) {
+  if (value < 10) {
+    return `${value.toFixed(3)} s`;
+  }
+  if (value < 60) {
+    return `${value.toFixed(1)} s`;
+  }
+  return `${Math.floor(value / 60)} m ${String(Math.round(value % 60)).padStart(2, "0")} s`;
+}
+
+// A short span, in the unit that suits it: 4.5 µs, 3.84 ms, 0.45 s.
+function span(value) {
+  if (value < 0.001) {
+    return `${+(value * 1e6).toPrecision(3)} µs`;
+  }
+  if (value < 1) {
+    return `${+(value * 1000).toPrecision(3)} ms`;
+  }
+  return `${+value.toPrecision(3)} s`;
+}
+
+function many(count, one, more = `${one}s`) {
+  return `${count.toLocaleString("en-US")} ${count === 1 ? one : more}`;
+}
+
+// Points on an axis of `length` seconds, at least `room` pixels apart, on
+// round numbers (1, 2 or 5 times a power of ten), each with its words.
+function ticks(length, perSecond, room = 72) {
+  let step = 10 ** Math.floor(Math.log10(length || 1e-6)) / 100;
+  for (let i = 0; step * perSecond < room && i < 30; i += 1) {
+    step *= [2, 2.5, 2][i % 3];              // 1, 2, 5, 10, 20, 50, ...
+  }
+  const [unit, scale] = step >= 1 ? ["s", 1] : step >= 0.001 ? ["ms", 1000] : ["µs", 1e6];
+  const places = Math.max(0, -Math.floor(Math.log10(step * scale) + 1e-9));
+  const found = [];
+  for (let n = 0; n * step <= length + 1e-12; n += 1) {
+    found.push([n * step, `${(n * step * scale).toFixed(places)} ${unit}`]);
+  }
+  return found;
+}
+
+// The time axis of the comparison is logarithmic (the runs take from a
+// thousandth of a second to minutes): its marks are powers of ten.
+function decade(power) {
+  const value = 10 ** power;
+  if (value < 0.001) {
+    return `${+(value * 1e6).toPrecision(1)} µs`;
+  }
+  if (value < 1) {
+    return `${+(value * 1000).toPrecision(1)} ms`;
+  }
+  return `${+value.toPrecision(1)} s`;
+}
+
+const FONT = 7.3;          // px a character of the pictures' 12 px monospace font
+
+export default function herd(body, { act, announce }) {
+  const policy = el("select", { id: "herd-policy", onchange: () => configure() });
+  const inputs = {
+    clients: el("input", { type: "number", id: "herd-clients", min: "1", max: "500",
+      step: "1", value: "100" }),
+    base: el("input", { type: "number", id: "herd-base", min: "0.1", max: "1000",
+      step: "any", value: "1" }),
+    cap: el("input", { type: "number", id: "herd-cap", min: "0.0001", max: "60",
+      step: "any", value: "1" }),
+    seed: el("input", { type: "number", id: "herd-seed", min: "0",
+      max: String(Number.MAX_SAFE_INTEGER), step: "1", value: "1" }),
+  };
+  // A changed box runs the herd again with it, so that both pictures always
+  // show what the controls say.
+  for (const input of Object.values(inputs)) {
+    input.addEventListener("change", () => configure());
+  }
+  const result = el("p", { class: "sim-result" });
+  const axisSaid = el("p", { class: "herd-span" });
+  const crowdsSaid = el("p", { class: "herd-crowds" });
+  const spikes = svg("svg", { class: "herd-spikes", role: "img" });
+  const compare = svg("svg", { class: "herd-compare", role: "img" });
+  const spikesBox = el("div", { class: "sim-picture" }, spikes);
+  const compareBox = el("div", { class: "sim-picture" }, compare);
+  const tasks = el("div");
+  let last = null;           // the state drawn last, to draw again at a new width
+  let named = false;         // the policies' names are in the menu: a state was drawn
+
+  function labelled(id, text, input) {
+    return el("span", { class: "sim-field" }, el("label", { for: id }, text), input);
+  }
+
+  body.append(
+    el("div", { class: "sim-controls" },
+      labelled("herd-policy", "Policy ", policy),
+      labelled("herd-clients", "Clients ", inputs.clients),
+      labelled("herd-base", "Base (ms) ", inputs.base),
+      labelled("herd-cap", "Cap (s) ", inputs.cap),
+      labelled("herd-seed", "Seed ", inputs.seed),
+      el("button", { type: "button", onclick: newSeed }, "New seed")),
+    result,
+    el("section", {}, el("h3", {}, "Clients calling at the same instant"),
+      axisSaid, spikesBox, spikesLegend(), crowdsSaid),
+    el("section", {}, el("h3", {}, "The five policies, same clients and seed"),
+      compareBox,
+      el("p", { class: "herd-legend" },
+        "▶ marks the policy drawn above. Solid bars: calls, on an even scale. Hollow " +
+        "bars: time to the last write, on a scale where each mark is ten times the last.")),
+    el("section", {}, el("h3", {}, "Try to"), tasks));
+
+  function spikesLegend() {
+    const key = (crowd, words) => el("span", { class: "herd-key" },
+      svg("svg", { width: "14", height: "24", viewBox: "-7 -22 14 24", "aria-hidden": "true" },
+        svg("g", { class: crowd ? "herd-burst herd-crowd" : "herd-burst" },
+          svg("line", { x1: 0, x2: 0, y1: 0, y2: crowd ? -16 : -6, "stroke-width": 2 }),
+          crowd ? svg("path", { class: "herd-top", d: "M-4 -16L4 -16L0 -21Z" }) : null)),
+      words);
+    return el("p", { class: "herd-legend" },
+      key(true, "two or more clients at one instant, in step (its height: how many)"),
+      key(false, "one client alone"),
+      el("span", { class: "herd-key" },
+        svg("svg", { width: "22", height: "12", viewBox: "0 -6 22 12", "aria-hidden": "true" },
+          svg("line", { class: "herd-step-line", x1: 1, x2: 21, y1: 0, y2: 0 })),
+        "the most at one instant after the first"));
+  }
+
+  function settings() {
+    return {
+      policy: policy.value,
+      clients: Number(inputs.clients.value),
+      base: Number(inputs.base.value) / 1000,
+      cap: Number(inputs.cap.value),
+      seed: Number(inputs.seed.value),
+    };
+  }
+
+  // Run the herd again with the controls, if every box holds what it takes.
+  async function configure() {
+    const wrong = Object.values(inputs).find((input) => !input.checkValidity());
+    if (wrong) {
+      wrong.reportValidity();          // the browser says what the box takes
+      return;
+    }
+    await act("configure", settings());
+  }
+
+  function newSeed() {
+    inputs.seed.value = String(Number(inputs.seed.value) + 1);
+    configure();
+  }
+
+  // Each slice of the run as a line as tall as the most clients that called
+  // at one instant in it; a line of two or more (clients in step) is topped
+  // by a triangle, so a herd is a row of spikes and jitter a low smear.
+  function drawSpikes(state) {
+    const clients = state.settings.clients;
+    const bursts = state.bursts;
+    const width = Math.max(280, spikesBox.clientWidth || 600);
+    const left = 8 + FONT * String(clients).length, right = 12;
+    const top = 30, high = 150, bottom = top + high;
+    const column = (width - left - right) / bursts.length;
+    const x = (n) => left + column * (n + 0.5);
+    // At least 4 px for one client, and 6 for a crowd, so that the smear
+    // is seen above the axis and a crowd of two stands above it.
+    const y = (count) => bottom - Math.max(count >= 2 ? 6 : 4, (high * count) / clients);
+    const perSecond = (width - left - right) / state.seconds;
+    const stroke = Math.max(1, Math.min(3, column * 0.6));
+    const marks = bursts.map((each, n) => {
+      if (!each.most) {
+        return null;
+      }
+      const crowd = each.most >= 2;
+      const end = each.start + state.seconds / bursts.length;
+      return svg("g", { class: crowd ? "herd-burst herd-crowd" : "herd-burst",
+        "data-column": n, "data-most": each.most, "data-calls": each.calls },
+        svg("title", {}, `${span(each.start)} to ${span(end)}: ` +
+          `${many(each.most, "call")} at one instant, ${many(each.calls, "call")} in all`),
+        svg("line", { x1: x(n), x2: x(n), y1: bottom, y2: y(each.most),
+          "stroke-width": stroke }),
+        crowd ? svg("path", { class: "herd-top",
+          d: `M${x(n) - 3} ${y(each.most)}h6l-3 -5z` }) : null);
+    });
+    const step = y(state.in_step);
+    const tallest = `most after the start: ${state.in_step} at once`;
+    const axis = svg("g", { class: "herd-axis" },
+      svg("line", { x1: left, x2: width - right, y1: bottom, y2: bottom }),
+      svg("line", { x1: left, x2: left, y1: top, y2: bottom }),
+      svg("text", { x: left - 4, y: bottom + 4, "text-anchor": "end" }, "0"),
+      svg("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, String(clients)),
+      ticks(state.seconds, perSecond).map(([t, words], i) => {
+        const at = left + t * perSecond;
+        // The first starts at its mark; one that would reach past the
+        // picture's edge ends at it.
+        const anchor = i === 0 ? "start"
+          : at + (words.length * FONT) / 2 > width ? "end" : "middle";
+        return svg("g", {},
+          svg("line", { x1: at, x2: at, y1: bottom, y2: bottom + 5 }),
+          svg("text", { x: at, y: bottom + 18, "text-anchor": anchor }, words));
+      }));
+    spikes.replaceChildren(
+      axis,
+      state.in_step >= 2 ? svg("line", { class: "herd-step-line", x1: left, x2: width - right,
+        y1: step, y2: step }) : null,
+      svg("g", { class: "herd-bursts" }, marks),
+      svg("text", { class: "herd-tallest", x: width - right, y: 14, "text-anchor": "end" },
+        tallest));
+    const height = bottom + 26;
+    spikes.setAttribute("width", width);
+    spikes.setAttribute("height", height);
+    spikes.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    const peaks = bursts.slice(1).filter((each) => each.most >= 2).length;
+    spikes.setAttribute("aria-label", `${state.names[state.settings.policy]}: clients calling ` +
+      `at the same instant over the whole run, 0 to ${seconds(state.seconds)}. All ` +
+      `${clients} call at 0 s, and at most ${state.in_step} at one instant after the first` +
+      (peaks
+        ? `, and ${many(peaks, "slice")} of the run ${peaks === 1 ? "has" : "have"} ` +
+          "two or more in step: a herd."
+        : ": the calls are spread out, a low smear."));
+  }
+
+  // The five policies, a row each: calls on an even scale, time on a scale
+  // of powers of ten, each with its number in words.
+  function drawCompare(state) {
+    const chosen = state.settings.policy;
+    const rows = Object.entries(state.policies);
+    const width = Math.max(280, compareBox.clientWidth || 600);
+    const narrow = width < 560;
+    const nameRoom = narrow ? 0 : 12 + FONT * Math.max(...rows.map(([p]) =>
+      state.names[p].length + 2));
+    // Wide: a row is the name, then the calls, then the time, side by side.
+    // Narrow (a phone): the name, and under it the two bars, one above the
+    // other, each as wide as the picture.
+    const callsRoom = FONT * 14, timeRoom = FONT * 9;
+    const half = narrow ? width : (width - nameRoom - 8) / 2;
+    const callsArea = half - callsRoom - 6, timeArea = half - timeRoom - 6;
+    const row = narrow ? 58 : 28, head = narrow ? 4 : 22;
+    const callsX = nameRoom, timeX = narrow ? 0 : nameRoom + half + 8;
+    const callsTop = narrow ? 20 : 6, timeTop = narrow ? 38 : 6;
+    const mostCalls = Math.max(...rows.map(([, each]) => each.calls));
+    const times = rows.map(([, each]) => each.seconds);
+    const low = Math.log10(Math.min(...times)) - 0.3, high = Math.log10(Math.max(...times));
+    const timeAt = (value) => (timeArea * (Math.log10(value) - low)) / (high - low || 1);
+    const height = head + row * rows.length + 26;
+    const grid = [];
+    let free = -Infinity;            // where the last mark's words end
+    for (let power = Math.ceil(low); power <= Math.floor(high); power += 1) {
+      const at = timeX + timeAt(10 ** power);
+      const words = decade(power);
+      // Narrow, the marks cross only the time bars, not the calls above them.
+      grid.push(narrow
+        ? rows.map((_, i) => svg("line", { class: "herd-grid", x1: at, x2: at,
+          y1: head + row * i + timeTop, y2: head + row * i + timeTop + 16 }))
+        : svg("line", { class: "herd-grid", x1: at, x2: at, y1: head - 4,
+          y2: head + row * rows.length }));
+      if (at - (words.length * FONT) / 2 > free + 4) {
+        free = at + (words.length * FONT) / 2;
+        grid.push(svg("text", { class: "herd-grid-label", x: at, y: height - 8,
+          "text-anchor": "middle" }, words));
+      }
+    }
+    const drawn = rows.map(([name, each], i) => {
+      const y = head + row * i;
+      const mine = name === chosen;
+      const callsWidth = (callsArea * each.calls) / mostCalls;
+      const timeWidth = timeAt(each.seconds);
+      return svg("g", { class: mine ? "herd-policy herd-mine" : "herd-policy",
+        "data-policy": name, "data-chosen": String(mine) },
+        mine ? svg("rect", { class: "herd-band", x: 0, y: y + 1, width, height: row - 2 }) : null,
+        svg("text", { class: "herd-name", x: 4, y: y + (narrow ? 15 : 18) },
+          mine ? svg("tspan", { class: "herd-chosen" }, "▶ ") : null, state.names[name]),
+        svg("rect", { class: "herd-calls-bar", x: callsX, y: y + callsTop + 2,
+          width: callsWidth, height: 12 }),
+        svg("text", { class: "herd-calls", x: callsX + callsWidth + 6, y: y + callsTop + 12 },
+          many(each.calls, "call")),
+        svg("rect", { class: "herd-time-bar", x: timeX, y: y + timeTop + 2, width: timeWidth,
+          height: 12 }),
+        svg("text", { class: "herd-time", x: timeX + timeWidth + 6, y: y + timeTop + 12 },
+          seconds(each.seconds)));
+    });
+    compare.replaceChildren(
+      narrow ? null : svg("text", { class: "herd-head", x: callsX, y: 14 }, "calls"),
+      narrow ? null : svg("text", { class: "herd-head", x: timeX, y: 14 },
+        "time to the last write"),
+      ...grid.flat(), ...drawn);
+    compare.setAttribute("width", width);
+    compare.setAttribute("height", height);
+    compare.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    compare.setAttribute("aria-label", "The five policies with the same clients and seed: " +
+      rows.map(([name, each]) => `${state.names[name]}${name === chosen ? " (shown)" : ""}, ` +
+        `${many(each.calls, "call")} in ${seconds(each.seconds)}`).join("; ") + ".");
+  }
+
+  function draw(state) {
+    last = state;
+    const first = !named;
+    if (first) {
+      policy.replaceChildren(...Object.entries(state.names).map(([value, words]) =>
+        el("option", { value }, words)));
+    }
+    policy.value = state.settings.policy;
+    const name = state.names[state.settings.policy];
+    result.textContent = `${name}: ${many(state.calls, "call")} in ` +
+      `${seconds(state.seconds)}; ` + (state.in_step
+      ? `after the first instant, at most ${many(state.in_step, "client")} called at once.`
+      : "no call after the first.");
+    axisSaid.textContent = `The whole run, from 0 to ${seconds(state.seconds)}, ` +
+      `in ${state.bursts.length} slices of ${span(state.seconds / state.bursts.length)}.`;
+    const crowds = state.crowds.slice(1);
+    crowdsSaid.textContent = crowds.length
+      ? `The first instants with two or more calls: all ${state.settings.clients} at 0 s, ` +
+        `then ${crowds.map((each) => `${each.calls} at ${span(each.time)}`).join(", ")}.`
+      : state.crowds.length
+        ? `Two or more at one instant only at 0 s, when all ${state.settings.clients} start.`
+        : "No two calls at one instant.";
+    drawSpikes(state);
+    drawCompare(state);
+    tasks.replaceChildren(taskList(state.tasks));
+    if (!first) {
+      announce(result.textContent);
+    }
+    named = true;
+  }
+
+  // A new width (a phone turned, a window resized): the same state, redrawn
+  // to fit it.
+  let drawnAt = 0;
+  new ResizeObserver(() => {
+    if (last && spikesBox.clientWidth !== drawnAt) {
+      drawnAt = spikesBox.clientWidth;
+      drawSpikes(last);
+      drawCompare(last);
+    }
+  }).observe(spikesBox);
+
+  return { draw, options: { policy: "full" } };
+}
