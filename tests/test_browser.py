@@ -291,7 +291,7 @@ def test_a_started_simulation_has_the_focus_and_no_fallback_text(watched, site_u
 # to fill its tables and code.
 FILL = {"killable-queue": ["Add a job", "Add a job", "Step to the next event"],
         "race": ["Step worker 1"], "payment": ["Run all charges"],
-        "crash-timing": ["Run", "Show every crash and protection"]}
+        "crash-timing": ["Run", "Show every crash and protection"], "herd": ["New seed"]}
 
 OVERFLOWING = """(sim) => [...sim.querySelectorAll(".sim-scroll, .sim-code")]
     .filter((box) => box.scrollWidth > box.clientWidth)
@@ -450,7 +450,7 @@ def test_no_simulation_needs_more_than_the_trimmed_standard_library(watched, sit
              "killable-queue": ["Add a job", "Step to the next event", "Kill worker 1"],
              "crash-timing": ["Run", "Step", "Show every crash and protection"],
              "payment": ["Run all charges", "New seed", "Step one attempt"],
-             "o7": ["Next step of O7", "Next step of O7"]}
+             "o7": ["Next step of O7", "Next step of O7"], "herd": ["New seed"]}
     for name, buttons in moves.items():
         sim = watched.locator(f'.sim-mount[data-sim="{name}"]')
         sim.get_by_role("button", name="Start the simulation").click()
@@ -542,7 +542,7 @@ def test_started_simulations_have_no_serious_accessibility_violations(browser, s
     page = context.new_page()
     page.goto(f"{site_url}/all.html")
     first_moves = {"race": "Step worker 1", "killable-queue": "Add a job",
-                   "crash-timing": "Run", "payment": "Run all charges"}
+                   "crash-timing": "Run", "payment": "Run all charges", "herd": "New seed"}
     for name, move in first_moves.items():
         sim = page.locator(f'.sim-mount[data-sim="{name}"]')
         sim.get_by_role("button", name="Start the simulation").click()

@@ -1,13 +1,16 @@
 """Thundering herd (Chapter 6): clients contend for one resource, and back
 off when it turns them away, with or without jitter.
 
-The model follows Marc Brooker's "Exponential Backoff And Jitter" (AWS
-Architecture Blog, 2015). `clients` clients (100 unless set) each have one
-write to make, all from the same moment. The resource takes one writer at a
-time: a write holds it for WRITE_SECONDS, and a call that arrives meanwhile
-is turned away. Every call, taken or turned away, costs the client a round
-trip of ROUND_TRIP_SECONDS before it knows the answer; a turned-away client
-then waits as its policy says and calls again, until its write is taken.
+The model is Chapter 6's herd.py (code/herd.py), which the reader types,
+after Marc Brooker's "Exponential Backoff And Jitter" (AWS Architecture
+Blog, 2015): `clients` clients (100 unless set) each have one write to
+make, all from the same moment. The resource takes one writer at a time:
+a write holds it for WRITE_SECONDS, and a call that arrives meanwhile is
+turned away. Every call costs the client a round trip of
+ROUND_TRIP_SECONDS before it knows the answer; a turned-away client then
+waits as its policy says (herd.py's wait()) and calls again, until its
+write is taken. This engine runs herd.py's contend() and adds what the page
+draws and the reader's tasks.
 
 The policies, for a client's n-th failure (n = 1, 2, ...), with
 ceiling = min(cap, base * 2 ** (n - 1)):
@@ -35,14 +38,14 @@ Or from Python:
 """
 import argparse
 import collections
-import heapq
-import random
 
-WRITE_SECONDS = 0.001            # how long a write holds the resource
-ROUND_TRIP_SECONDS = 0.001       # from a call to its answer, taken or turned away
-POLICIES = ("none", "exponential", "full", "equal", "decorrelated")
-NAMES = {"none": "no backoff", "exponential": "exponential, no jitter",
-         "full": "full jitter", "equal": "equal jitter", "decorrelated": "decorrelated jitter"}
+from .. import course
+
+reader = course.module("herd.py")     # the model, as the reader types it
+WRITE_SECONDS, ROUND_TRIP_SECONDS = reader.WRITE_SECONDS, reader.ROUND_TRIP_SECONDS
+POLICIES = tuple(reader.POLICIES)
+NAMES = dict(reader.POLICIES)
+wait, contend, summary, seconds = reader.wait, reader.contend, reader.summary, reader.shown
 BINS = 50                        # the timeline's columns
 BURSTS = 200                     # the picture's columns: the most calls at one instant
 CROWDS = 8                       # how many of the first crowds the state names
@@ -77,52 +80,6 @@ def checked(settings):
                            f"to {allowed[1]}")
             raise ValueError(f"{name} must be {wanted}, not {value!r}")
     return settings
-
-
-def wait(policy, failures, last, base, cap, rng):
-    """Seconds to wait after a client's `failures`-th turned-away call;
-    `last` is its previous wait (decorrelated jitter grows from it)."""
-    ceiling = min(cap, base * 2 ** (failures - 1))
-    if policy == "none":
-        return 0.0
-    if policy == "exponential":
-        return ceiling
-    if policy == "full":
-        return rng.uniform(0, ceiling)
-    if policy == "equal":
-        return ceiling / 2 + rng.uniform(0, ceiling / 2)
-    return min(cap, rng.uniform(base, last * 3))
-
-
-def contend(policy, clients=100, base=0.001, cap=1.0, seed=1):
-    """Every call, in the order made: (time, client, taken)."""
-    rng = random.Random(seed)
-    due = [(0.0, client) for client in range(clients)]   # (when it calls, who)
-    failures = [0] * clients
-    last = [base] * clients
-    free_at = 0.0                    # when the write in progress ends
-    calls = []
-    while due:
-        now, client = heapq.heappop(due)
-        taken = now >= free_at
-        calls.append((now, client, taken))
-        if taken:
-            free_at = now + WRITE_SECONDS
-            continue
-        failures[client] += 1
-        last[client] = wait(policy, failures[client], last[client], base, cap, rng)
-        heapq.heappush(due, (now + ROUND_TRIP_SECONDS + last[client], client))
-    return calls
-
-
-def summary(calls):
-    """calls; the time the last write ended; and in_step, the most calls
-    made at one instant after the first: clients still in step, calling
-    together, as they all did at the start."""
-    at_once = collections.Counter(time for time, _, _ in calls if time > 0)
-    finished = max(time for time, _, taken in calls if taken) + WRITE_SECONDS
-    return {"calls": len(calls), "seconds": finished,
-            "in_step": max(at_once.values(), default=0)}
 
 
 def timeline(calls, seconds, bins=BINS):
@@ -183,7 +140,8 @@ class Herd:
         ran = self.policies[s["policy"]]
         if s["clients"] >= 4 and ran["in_step"] >= s["clients"] // 2:
             self.earned.add("herd")
-        if s["policy"] == "full" and ran["calls"] > self.policies["exponential"]["calls"] / 2:
+        if (s["policy"] == "full" and s["clients"] >= 10
+                and ran["calls"] > self.policies["exponential"]["calls"] / 2):
             self.earned.add("cap")
         if s["clients"] >= 100 and ran["seconds"] < 0.3 and ran["calls"] < 800:
             self.earned.add("quick")
@@ -204,15 +162,6 @@ API = {"make": Herd, "methods": {"configure", "state"}, "functions": {}}
 
 
 # ---- the text program
-
-def seconds(value):
-    """0.100 s, 12.3 s, 1 m 30 s."""
-    if value < 10:
-        return f"{value:.3f} s"
-    if value < 60:
-        return f"{value:.1f} s"
-    return f"{int(value // 60)} m {value % 60:02.0f} s"
-
 
 def bar(count, most, width=40):
     return "█" * round(width * count / most) if most else ""
