@@ -1417,8 +1417,9 @@ def test_the_retry_budget_tasks_by_keyboard(watched, site_url):
     sim.get_by_label("Retry budget", exact=True).press("Space")
     answered(sim)
     load = sim.get_by_label("Load", exact=True)
-    start = float(load.input_value())
-    loads = [round(start - step / 20, 2) for step in range(1, 19)]
+    start, lowest, step = (float(load.get_attribute(name)) for name in ("value", "min", "step"))
+    loads = [round(start - step * count, 2)
+             for count in range(1, round((start - lowest) / step) + 1)]
     light = next(value for value in loads
                  if RetryBudget(load=value).state()["recovered_at"] is not None)
     for value in loads:
@@ -1445,7 +1446,7 @@ def test_the_retry_budget_picture_follows_the_theme_and_keeps_still_when_asked(w
     def looks():
         return sim.evaluate("""(sim) => [
             getComputedStyle(sim.querySelector('.rb-line[data-line="without"]')).stroke,
-            getComputedStyle(sim.querySelector(".rb-curves text")).fill,
+            getComputedStyle(sim.querySelector('.rb-end[data-line="without"]')).fill,
             getComputedStyle(sim.querySelector(".rb-recovery")).animationName]""")
     line, words, motion = looks()
     assert line == words and motion != "none"
