@@ -68,8 +68,8 @@ function verdict(state) {
     `${s.jitter ? "with" : "without"} jitter, at ${percent(s.load)} load`;
   const stall = s.stall > 0 ? `the backend stalls from ${state.stall_at} s to ${end} s`
     : "the backend never stalls";
-  const after = `In the last 10 s it gets ${times(load)} the requests in calls; it ` +
-    `answers ${state.capacity} calls a second, ${times(able)} the requests.`;
+  const after = `Over the last 10 s it gets ${load.toFixed(1)} calls for each request; ` +
+    `it can answer ${able.toFixed(1)} (${state.capacity} calls a second).`;
   if (s.stall === 0) {
     return `${who}, the backend never stalls and stays healthy. ${after}`;
   }
