@@ -263,20 +263,21 @@ export default function retryBudget(body, { act, announce }) {
         svg("line", { x1: left, x2: x(seconds.length), y1: y2(part), y2: y2(part) }),
         svg("text", { x: left - 6, y: y2(part) + 4, "text-anchor": "end" },
           percent(part))))));
+    const said = seconds.map((each, i) => `${i} s: ${each.offered} requests, ` +
+      `${each.calls} calls` + (each.offered ? ` (${times(loads[i])})` : "") +
+      `, ${each.answered} answered in time`);
     const gap = step > 3 ? 1 : 0;
     const apart = step * 10 >= 56 ? 10 : 20;    // seconds between the axis's labels
     seconds.forEach((each, i) => {
       if (!each.offered) {
         return;
       }
-      const said = `${i} s: ${each.offered} requests, ${each.calls} calls ` +
-        `(${times(loads[i])}), ${each.answered} answered in time`;
       parts.push(svg("rect", { class: "rb-load", "data-second": i, x: x(i) + gap / 2,
         width: step - gap, y: y1(loads[i]), height: base1 - y1(loads[i]) },
-        svg("title", {}, said)));
+        svg("title", {}, said[i])));
       parts.push(svg("rect", { class: "rb-answered", "data-second": i, x: x(i) + gap / 2,
         width: step - gap, y: y2(share(each)), height: base2 - y2(share(each)) },
-        svg("title", {}, said)));
+        svg("title", {}, said[i])));
     });
     const ableWords = `it can answer ${times(able)}`;
     parts.push(svg("g", { class: "rb-capacity" },
@@ -317,9 +318,7 @@ export default function retryBudget(body, { act, announce }) {
     const told = lines({ class: "rb-recovery", x: from, y }, words, fits, width);
     parts.push(told);
     y += 14 * told.childElementCount + 4;
-    run.replaceChildren(svg("desc", {}, "Each second: " + seconds.map((each, i) =>
-      `${i} s, ${each.offered ? times(loads[i]) : "no requests"}, ` +
-      `${each.answered} of ${each.offered} answered`).join("; ") + "."), ...parts);
+    run.replaceChildren(svg("desc", {}, `Each second: ${said.join("; ")}.`), ...parts);
     run.setAttribute("width", width);
     run.setAttribute("height", y);
     run.setAttribute("viewBox", `0 0 ${width} ${y}`);
