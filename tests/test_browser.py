@@ -1537,3 +1537,188 @@ def test_the_herd_picture_keeps_still_when_asked(watched, site_url):
 
 # ---- picture: retry budget
 # (the retry-budget simulation, Chapter 10)
+
+from sims.retry_budget.engine import RetryBudget          # noqa: E402  (its numbers)
+
+POINTS = """(svg) => [...svg.querySelectorAll(".rb-point")].map((point) => ({
+    line: point.dataset.line, failing: Number(point.dataset.failing),
+    y: point.getBBox().y + point.getBBox().height / 2,
+    shape: point.querySelector("circle") ? "circle" : point.querySelector("rect") ? "square"
+        : "none"}))"""
+
+
+def test_the_retry_budget_curves_are_the_engines_table(watched, site_url):
+    """Eleven points a line, one line per kind of client, told apart by the
+    shape of their points and by their words: without a budget the load
+    climbs to the engine's 3.0× at total failure, with one it stays under
+    the 1.2× line, and each line's last words give its number."""
+    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    curves = sim.locator("svg.rb-curves")
+    expect(curves).to_have_attribute("role", "img")
+    table = RetryBudget().state()["amplification"]
+    answered(sim)
+    points = curves.evaluate(POINTS)
+    assert sorted(point["failing"] for point in points if point["line"] == "without") == \
+        [row["failing"] for row in table]
+    assert sorted(point["failing"] for point in points if point["line"] == "with") == \
+        [row["failing"] for row in table]
+    assert {point["shape"] for point in points if point["line"] == "without"} == {"circle"}
+    assert {point["shape"] for point in points if point["line"] == "with"} == {"square"}
+    y = {(point["line"], point["failing"]): point["y"] for point in points}
+    mark = curves.locator(".rb-mark").evaluate("(line) => line.getBBox().y")
+    for row in table:                         # higher on the page: more load
+        if row["without"] > row["with"] + 0.05:
+            assert y["without", row["failing"]] < y["with", row["failing"]], row
+        assert y["with", row["failing"]] > mark, row
+    assert y["without", 1.0] < mark
+    last = table[-1]
+    expect(curves.locator('.rb-end[data-line="without"]')).to_contain_text(
+        f"{last['without']:.1f}×")
+    expect(curves.locator('.rb-end[data-line="with"]')).to_contain_text(f"{last['with']:.1f}×")
+    expect(curves.locator(".rb-mark-label")).to_have_text("1.2×")
+    expect(curves).to_have_attribute("aria-label", re.compile(
+        rf"{last['without']:.1f}×.*{last['with']:.1f}×"))
+    assert watched.problems == []
+
+
+def recovery_said(sim):
+    return sim.locator("svg.rb-run .rb-recovery")
+
+
+def test_the_recovery_picture_draws_every_second_and_says_if_it_came_back(watched, site_url):
+    """Sixty seconds, a bar of load and a bar of answers each, the stall
+    shaded and named; without a budget the words on the picture say it
+    never came back, and the last seconds' load bars stand above the line
+    of what the backend can answer. With a budget (switched on from the
+    keyboard) it comes back at the second the engine says, and its load
+    bars drop below that line."""
+    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    run = sim.locator("svg.rb-run")
+    expect(run).to_have_attribute("role", "img")
+    down = RetryBudget().state()
+    answered(sim)
+    counted = sum(1 for each in down["seconds"] if each["offered"])
+    expect(run.locator(".rb-load")).to_have_count(counted)
+    expect(run.locator(".rb-answered")).to_have_count(counted)
+    stall = down["settings"]["stall"]
+    expect(run.locator(".rb-stall text")).to_contain_text(
+        f"{down['stall_at']:g}–{down['stall_at'] + stall:g} s")
+    expect(recovery_said(sim)).to_contain_text("never")
+    expect(run).to_have_attribute("aria-label", re.compile("never"))
+    capacity = run.locator(".rb-capacity line").evaluate("(line) => line.getBBox().y")
+    tops = """(svg) => [...svg.querySelectorAll(".rb-load")]
+        .filter((bar) => Number(bar.dataset.second) >= 50).map((bar) => bar.getBBox().y)"""
+    assert all(top < capacity for top in run.evaluate(tops))
+    budget = sim.get_by_label("Retry budget", exact=True)
+    budget.focus()
+    watched.keyboard.press("Space")
+    back = RetryBudget(budget=True).state()["recovered_at"]
+    expect(recovery_said(sim)).to_contain_text(f"{back} s")
+    expect(run.locator(".rb-recovered")).to_have_attribute("data-at", str(back))
+    answered(sim)
+    assert all(top > capacity for top in run.evaluate(tops))
+    expect(sim.locator('[aria-live="polite"]')).to_contain_text(f"{back} s")
+    assert watched.problems == []
+
+
+def test_the_retry_budget_tasks_by_keyboard(watched, site_url):
+    """Keep it down (as it starts), bring it back with the budget, then find
+    a load at which it comes back without one: the load slider moved by its
+    arrow keys until the engine says it came back."""
+    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget", keyboard=True)
+    expect(task_done(sim, "stuck")).to_have_class("done")
+    expect(sim.locator(".sim-status")).to_contain_text("Next: ")
+    sim.get_by_label("Retry budget", exact=True).press("Space")
+    expect(task_done(sim, "back")).to_have_class("done")
+    sim.get_by_label("Retry budget", exact=True).press("Space")
+    answered(sim)
+    load = sim.get_by_label("Load", exact=True)
+    start, lowest, step = (float(load.get_attribute(name)) for name in ("value", "min", "step"))
+    loads = [round(start - step * count, 2)
+             for count in range(1, round((start - lowest) / step) + 1)]
+    light = next(value for value in loads
+                 if RetryBudget(load=value).state()["recovered_at"] is not None)
+    for value in loads:
+        load.press("ArrowLeft")
+        answered(sim)
+        if value == light:
+            break
+    expect(load).to_have_value(f"{light:g}")
+    expect(task_done(sim, "light")).to_have_class("done")
+    expect(recovery_said(sim)).not_to_contain_text("never")
+    expect(sim.locator(".sim-status")).to_contain_text("That was the last task.")
+    assert watched.problems == []
+
+
+def test_the_retry_budget_picture_follows_the_theme_and_keeps_still_when_asked(watched,
+                                                                             site_url):
+    """Its lines and words take the page's colours in either theme; the
+    words that say where it recovered fade in only for a reader who allows
+    motion."""
+    watched.emulate_media(color_scheme="light", reduced_motion="no-preference")
+    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    answered(sim)
+
+    def looks():
+        return sim.evaluate("""(sim) => [
+            getComputedStyle(sim.querySelector('.rb-line[data-line="without"]')).stroke,
+            getComputedStyle(sim.querySelector('.rb-end[data-line="without"]')).fill,
+            getComputedStyle(sim.querySelector(".rb-recovery")).animationName]""")
+    line, words, motion = looks()
+    assert line == words and motion != "none"
+    watched.emulate_media(color_scheme="dark", reduced_motion="reduce")
+    dark_line, dark_words, still = looks()
+    assert dark_line == dark_words != line and still == "none"
+    assert watched.problems == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_retry_budget_fits_or_says_it_scrolls(browser, site_url, width):
+    """At 1280 px nothing is cut and nothing scrolls; on a phone every word
+    of both pictures lies inside them, nothing sticks out of the
+    simulation's box, and a box that scrolls sideways says so."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER_10, "retry-budget")
+    for switch in ("Retry budget", "Retry budget"):       # both words on the run
+        sim.get_by_label(switch, exact=True).click()
+        answered(sim)
+        box = page.locator('.sim[data-sim="retry-budget"]').bounding_box()
+        assert 0 <= box["x"] and box["x"] + box["width"] <= width, box
+        assert sim.evaluate(STICKING_OUT) == []
+        for picture in ("svg.rb-curves", "svg.rb-run"):
+            assert sim.locator(picture).evaluate(OUTSIDE) == [], picture
+        overflowing = sim.evaluate(OVERFLOWING)
+        if width == 1280:
+            assert overflowing == []
+        else:
+            assert all(note == "sim-sideways" and not hidden
+                       for _, note, hidden in overflowing), overflowing
+    context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_retry_budget_has_no_serious_accessibility_violations(browser, site_url, scheme):
+    context = browser.new_context(bypass_csp=True, color_scheme=scheme)
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER_10, "retry-budget")
+    sim.get_by_label("Retry budget", exact=True).click()
+    answered(sim)
+    page.add_script_tag(path=str(AXE))
+    violations = page.evaluate("""async () => (await axe.run('.sim[data-sim="retry-budget"]'))
+        .violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
+    context.close()
+    assert violations == []
+
+
+def test_the_retry_budget_needs_no_more_than_the_trimmed_standard_library(watched, site_url):
+    fetched = python_requests(watched)
+    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    for label in ("Retry budget", "Jitter"):
+        sim.get_by_label(label, exact=True).click()
+        answered(sim)
+    expect(sim.locator(".sim-status")).not_to_contain_text("did not work")
+    assert any(url.endswith("/stdlib.zip") for url in fetched)
+    assert not any(url.endswith("/python_stdlib.zip") for url in fetched)
+    assert watched.problems == []

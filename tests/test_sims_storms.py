@@ -316,3 +316,20 @@ def test_the_herd_state_names_the_first_crowds():
     assert [(each["time"], each["calls"]) for each in crowds] == together[:herd.CROWDS]
     assert [each["calls"] for each in crowds] == list(range(100, 100 - herd.CROWDS, -1))
     assert Herd(policy="full").state()["crowds"] == [{"time": 0.0, "calls": 100}]
+
+
+def test_the_retry_budget_state_holds_the_limits_its_picture_draws():
+    """The view draws the backend's capacity, the healthy share and the
+    limits from the state, so they must agree with what the run did."""
+    state = RetryBudget(load=0.5, budget=True).state()
+    offered = statistics.mean(each["offered"] for each in state["seconds"])
+    assert offered == pytest.approx(0.5 * state["capacity"], rel=0.1)
+    assert state["amplification"][-1]["without"] == state["attempts"]
+    assert state["amplification"][-1]["with"] == pytest.approx(1 + state["budget_share"],
+                                                                abs=0.01)
+    recovered = state["recovered_at"]
+    assert recovered is not None
+    assert all(each["answered"] >= state["healthy"] * each["offered"]
+               for each in state["seconds"][recovered:])
+    before = state["seconds"][recovered - 1]
+    assert before["answered"] < state["healthy"] * before["offered"]

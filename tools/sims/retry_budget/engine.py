@@ -226,6 +226,10 @@ class RetryBudget:
             "seconds": [dict(each) for each in self.seconds],
             "stall_at": STALL_AT,
             "recovered_at": self.recovered_at,
+            "capacity": CAPACITY,
+            "healthy": HEALTHY,
+            "attempts": ATTEMPTS,
+            "budget_share": BUDGET,
             "amplification": [dict(row) for row in amplification_table(s["seed"])],
             "tasks": [{"id": key, "text": text, "done": key in self.earned}
                       for key, text in TASKS.items()],

@@ -1,0 +1,349 @@
+// The retry budget (Chapter 10), in two pictures. The first is the load a
+// failing backend gets, as calls per request, for each share of calls that
+// fail: one line for clients that retry within their attempts alone, one for
+// clients that also keep a budget. The second is a run, second by second: a
+// backend stalls, and the calls per request and the share answered in time
+// show whether it ever comes back.
+
+import { el, sideways, svg, taskList } from "../dom.js";
+
+const MARK = 1.2;             // the level the budget's line stays under, drawn as a line
+const CHAR = 7.3;             // px a character of the 12 px monospace font
+const SMALL = 6.7;            // the same at 11 px
+
+function times(value) {
+  return `${value.toFixed(1)}×`;
+}
+
+function percent(share) {
+  return `${Math.round(share * 100)}%`;
+}
+
+// Words cut into lines of at most `fits` characters.
+function wrap(words, fits) {
+  const lines = [];
+  for (const word of words.split(" ")) {
+    const line = lines.length ? `${lines[lines.length - 1]} ${word}` : word;
+    if (lines.length && line.length <= fits) {
+      lines[lines.length - 1] = line;
+    } else {
+      lines.push(word);
+    }
+  }
+  return lines;
+}
+
+// A text of one or more lines, each `step` px below the last; x is kept
+// where the longest line still ends inside `width`.
+function lines(attributes, words, fits, width, step = 14) {
+  const cut = wrap(words, Math.max(8, fits));
+  const longest = Math.max(...cut.map((line) => line.length)) * SMALL;
+  const x = Math.max(0, Math.min(attributes.x, width - longest - 2));
+  return svg("text", { ...attributes, x }, cut.map((line, i) =>
+    svg("tspan", { x, dy: i ? step : 0 }, line)));
+}
+
+// The share of a second's requests answered in time (an answer can come in
+// the second after its request: the share is held at 1).
+function share(second) {
+  return Math.min(1, second.answered / second.offered);
+}
+
+// The calls a second the backend answers, over the requests a second that
+// arrive (load is their share of its capacity): the calls per request above
+// which its queue only grows.
+function answerable(state) {
+  return 1 / state.settings.load;
+}
+
+// What became of the run, in one sentence, for the page and the announcer.
+function verdict(state) {
+  const s = state.settings;
+  const end = state.stall_at + s.stall;
+  const tail = state.seconds.slice(-10);
+  const load = tail.reduce((sum, each) => sum + each.calls, 0) /
+    Math.max(1, tail.reduce((sum, each) => sum + each.offered, 0));
+  const able = answerable(state);
+  const who = `${s.budget ? "With" : "Without"} a retry budget, ` +
+    `${s.jitter ? "with" : "without"} jitter, at ${percent(s.load)} load`;
+  const stall = s.stall > 0 ? `the backend stalls from ${state.stall_at} s to ${end} s`
+    : "the backend never stalls";
+  const after = `Over the last 10 s it gets ${load.toFixed(1)} calls for each request; ` +
+    `it can answer ${able.toFixed(1)} (${state.capacity} calls a second).`;
+  if (s.stall === 0) {
+    return `${who}, the backend never stalls and stays healthy. ${after}`;
+  }
+  if (state.recovered_at === null) {
+    return `${who}, ${stall} and never becomes healthy again: its retries keep it ` +
+      `overloaded. ${after}`;
+  }
+  const late = state.recovered_at - end;
+  return `${who}, ${stall} and is healthy from ${state.recovered_at} s on` +
+    (s.stall > 0 && late > 0 ? `, ${late} s after the stall ended. ` : ". ") + after;
+}
+
+export default function retryBudget(body, { act, announce }) {
+  const inputs = {
+    budget: el("input", { type: "checkbox", id: "rb-budget" }),
+    jitter: el("input", { type: "checkbox", id: "rb-jitter" }),
+    load: el("input", { type: "range", min: "0.1", max: "1", step: "0.05", value: "0.6",
+      id: "rb-load" }),
+    stall: el("input", { type: "range", min: "0", max: "30", step: "1", value: "5",
+      id: "rb-stall" }),
+    seed: el("input", { type: "number", min: "0", value: "1", id: "rb-seed" }),
+  };
+  const shown = {
+    load: el("output", { for: "rb-load" }),
+    stall: el("output", { for: "rb-stall" }),
+  };
+  const say = () => {
+    shown.load.textContent = ` ${percent(Number(inputs.load.value))}`;
+    shown.stall.textContent = ` ${inputs.stall.value} s`;
+  };
+  say();
+  inputs.load.addEventListener("input", say);
+  inputs.stall.addEventListener("input", say);
+  for (const input of Object.values(inputs)) {
+    input.addEventListener("change", () => configure());
+  }
+  const result = el("p", { class: "sim-result" });
+  const curves = svg("svg", { class: "rb-curves", role: "img" });
+  const run = svg("svg", { class: "rb-run", role: "img" });
+  const runBox = el("div", { class: "sim-scroll rb-scroll", tabindex: "0" }, run);
+  const pictures = el("div", { class: "rb-pictures" });
+  const tasks = el("div");
+  const key = el("p", { class: "rb-key" });
+  let last = null;
+
+  function field(name, text, extra = null) {
+    return el("span", { class: "sim-field" },
+      el("label", { for: inputs[name].id }, text), inputs[name], extra);
+  }
+
+  pictures.append(
+    el("section", { class: "sim-picture rb-curves-box" },
+      el("h3", {}, "Load on a failing backend"), curves, key),
+    el("section", { class: "sim-picture" },
+      el("h3", {}, "A stall, second by second"), sideways(runBox, "picture", run), runBox));
+  body.append(
+    el("div", { class: "sim-controls rb-controls" },
+      field("budget", "Retry budget"),
+      field("jitter", "Jitter"),
+      field("load", "Load", shown.load),
+      field("stall", "Stall (s)", shown.stall),
+      field("seed", "Seed")),
+    result,
+    pictures,
+    el("section", {}, el("h3", {}, "Try to"), tasks));
+
+  async function configure() {
+    if (!inputs.seed.checkValidity()) {
+      inputs.seed.reportValidity();
+      return;
+    }
+    await act("configure", {
+      budget: inputs.budget.checked,
+      jitter: inputs.jitter.checked,
+      load: Number(inputs.load.value),
+      stall: Number(inputs.stall.value),
+      seed: Number(inputs.seed.value),
+    });
+  }
+
+  // The load against the share failing: a line of circles without a budget,
+  // a dashed line of squares with one, each named at its end; the line of
+  // the reader's own setting drawn heavier.
+  function drawCurves(state) {
+    const rows = state.amplification;
+    const width = Math.min(620, Math.max(300, pictures.clientWidth || 600));
+    const names = { without: "no budget", with: `${percent(state.budget_share)} budget` };
+    const ends = Object.entries(names).map(([line, name]) =>
+      `${name}: ${times(rows[rows.length - 1][line])}`);
+    const left = 34, right = 12 + CHAR * Math.max(...ends.map((end) => end.length));
+    const top = 26, high = 150, bottom = top + high;
+    const most = Math.max(3, ...rows.map((row) => row.without)) + 0.2;
+    const least = 0.8;
+    const x = (failing) => left + failing * (width - left - right);
+    const y = (load) => bottom - ((load - least) / (most - least)) * high;
+    const grid = [];
+    for (let level = 1; level <= most; level += 1) {
+      grid.push(svg("g", { class: "rb-grid" },
+        svg("line", { x1: left, x2: x(1), y1: y(level), y2: y(level) }),
+        svg("text", { x: left - 6, y: y(level) + 4, "text-anchor": "end" }, `${level}×`)));
+    }
+    const axis = svg("g", { class: "rb-axis" },
+      svg("line", { x1: left, x2: x(1), y1: bottom, y2: bottom }),
+      (x(1) - x(0) < 260 ? [0, 0.5, 1] : [0, 0.2, 0.4, 0.6, 0.8, 1]).map((failing) =>
+        svg("g", {},
+          svg("line", { x1: x(failing), x2: x(failing), y1: bottom, y2: bottom + 4 }),
+          svg("text", { x: x(failing), y: bottom + 16, "text-anchor": "middle" },
+            percent(failing)))),
+      svg("text", { class: "rb-axis-name", x: (x(0) + x(1)) / 2, y: bottom + 32,
+        "text-anchor": "middle" }, "share of calls failing"));
+    const mine = state.settings.budget ? "with" : "without";
+    const line = (which, point) => svg("g", {
+      class: `rb-series${which === mine ? " rb-current" : ""}`, "data-line": which },
+      svg("path", { class: "rb-line", "data-line": which,
+        d: rows.map((row, i) => `${i ? "L" : "M"}${x(row.failing)} ${y(row[which])}`).join("") }),
+      rows.map((row) => svg("g", { class: "rb-point", "data-line": which,
+        "data-failing": row.failing },
+        svg("title", {}, `${names[which]}, ${percent(row.failing)} failing: ` +
+          `${row[which].toFixed(2)}× the requests`),
+        point(x(row.failing), y(row[which])))),
+      svg("text", { class: "rb-end", "data-line": which, x: x(1) + 8,
+        y: y(rows[rows.length - 1][which]) + 4 },
+        `${names[which]}: ${times(rows[rows.length - 1][which])}`));
+    curves.replaceChildren(
+      svg("desc", {}, rows.map((row) => `${percent(row.failing)} failing: ` +
+        `${row.without.toFixed(2)}× without a budget, ${row.with.toFixed(2)}× with one.`)
+        .join(" ")),
+      svg("text", { class: "rb-title", x: 0, y: 12 }, "calls per request"),
+      grid,
+      axis,
+      svg("line", { class: "rb-mark", x1: left, x2: x(1), y1: y(MARK), y2: y(MARK) }),
+      svg("text", { class: "rb-mark-label", x: left + 4, y: y(MARK) - 5 }, times(MARK)),
+      line("without", (cx, cy) => svg("circle", { cx, cy, r: 4 })),
+      line("with", (cx, cy) => svg("rect", { x: cx - 3.5, y: cy - 3.5, width: 7, height: 7 })));
+    const height = bottom + 40;
+    curves.setAttribute("width", width);
+    curves.setAttribute("height", height);
+    curves.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    key.textContent = `Circles, solid: no budget, up to ${state.attempts} attempts a ` +
+      `request. Squares, dashed: a ${percent(state.budget_share)} budget as well. ` +
+      `The heavier line is your setting; the dotted line marks ${times(MARK)}.`;
+    const dead = rows[rows.length - 1];
+    const worst = Math.max(...rows.map((row) => row.with));
+    curves.setAttribute("aria-label", "Calls per request on the backend, against the " +
+      `share of calls that fail, with at most ${state.attempts} attempts a request. ` +
+      `Without a budget (circles) the load climbs from ${times(rows[0].without)} to ` +
+      `${times(dead.without)} when every call fails; with a ` +
+      `${percent(state.budget_share)} budget (squares) it is ${times(dead.with)} then, ` +
+      `${worst < MARK ? "and never reaches" : "and reaches"} the ${times(MARK)} line.`);
+  }
+
+  // The run: calls per request each second above, the share answered in
+  // time below, the stall hatched over both, and where it came back.
+  function drawRun(state) {
+    const s = state.settings;
+    const seconds = state.seconds;
+    const width = Math.max(320, runBox.clientWidth || 600);
+    const left = 40, right = 10;
+    const step = (width - left - right) / seconds.length;
+    const x = (t) => left + t * step;
+    const able = answerable(state);
+    const loads = seconds.map((each) => (each.offered ? each.calls / each.offered : 0));
+    const most = Math.max(3, able, ...loads) * 1.08;
+    const top1 = 22, high1 = 120, base1 = top1 + high1;
+    const top2 = base1 + 30, high2 = 70, base2 = top2 + high2;
+    const y1 = (load) => base1 - (load / most) * high1;
+    const y2 = (part) => base2 - part * high2;
+    const every = most > 6 ? 2 : 1;
+    const levels = [];
+    for (let level = every; level < most; level += every) {
+      levels.push(level);
+    }
+    const end = state.stall_at + s.stall;
+    const parts = [];
+    parts.push(svg("defs", {},
+      svg("pattern", { id: "rb-hatch", width: "6", height: "6", patternUnits: "userSpaceOnUse",
+        patternTransform: "rotate(45)" },
+        svg("line", { class: "rb-hatch-line", x1: "0", y1: "0", x2: "0", y2: "6" }))));
+    parts.push(svg("text", { class: "rb-title", x: 0, y: 12 }, "calls per request"));
+    parts.push(svg("text", { class: "rb-title", x: 0, y: top2 - 8 },
+      "share answered in time"));
+    if (s.stall > 0) {
+      parts.push(svg("g", { class: "rb-stall" },
+        svg("rect", { x: x(state.stall_at), width: x(end) - x(state.stall_at), y: top1,
+          height: base2 - top1, fill: "url(#rb-hatch)" })));
+    }
+    parts.push(svg("g", { class: "rb-grid" }, levels.map((level) => svg("g", {},
+      svg("line", { x1: left, x2: x(seconds.length), y1: y1(level), y2: y1(level) }),
+      svg("text", { x: left - 6, y: y1(level) + 4, "text-anchor": "end" }, `${level}×`))),
+      [0, 0.5, 1].map((part) => svg("g", {},
+        svg("line", { x1: left, x2: x(seconds.length), y1: y2(part), y2: y2(part) }),
+        svg("text", { x: left - 6, y: y2(part) + 4, "text-anchor": "end" },
+          percent(part))))));
+    const said = seconds.map((each, i) => `${i} s: ${each.offered} requests, ` +
+      `${each.calls} calls` + (each.offered ? ` (${times(loads[i])})` : "") +
+      `, ${each.answered} answered in time`);
+    const gap = step > 3 ? 1 : 0;
+    const apart = step * 10 >= 56 ? 10 : 20;    // seconds between the axis's labels
+    seconds.forEach((each, i) => {
+      if (!each.offered) {
+        return;
+      }
+      parts.push(svg("rect", { class: "rb-load", "data-second": i, x: x(i) + gap / 2,
+        width: step - gap, y: y1(loads[i]), height: base1 - y1(loads[i]) },
+        svg("title", {}, said[i])));
+      parts.push(svg("rect", { class: "rb-answered", "data-second": i, x: x(i) + gap / 2,
+        width: step - gap, y: y2(share(each)), height: base2 - y2(share(each)) },
+        svg("title", {}, said[i])));
+    });
+    const ableWords = `it can answer ${times(able)}`;
+    parts.push(svg("g", { class: "rb-capacity" },
+      svg("line", { x1: left, x2: x(seconds.length), y1: y1(able), y2: y1(able) }),
+      svg("text", { x: x(seconds.length) - 2, y: y1(able) - 4, "text-anchor": "end" },
+        ableWords)));
+    parts.push(svg("g", { class: "rb-healthy" },
+      svg("line", { x1: left, x2: x(seconds.length), y1: y2(state.healthy),
+        y2: y2(state.healthy) }),
+      svg("text", { x: x(seconds.length) - 2, y: y2(state.healthy) - 4,
+        "text-anchor": "end" }, `healthy: ${percent(state.healthy)}`)));
+    parts.push(svg("g", { class: "rb-axis" },
+      svg("line", { x1: left, x2: x(seconds.length), y1: base1, y2: base1 }),
+      svg("line", { x1: left, x2: x(seconds.length), y1: base2, y2: base2 }),
+      Array.from({ length: Math.floor(seconds.length / apart) + 1 }, (_, i) => i * apart)
+        .map((t) => svg("g", {},
+          svg("line", { x1: x(t), x2: x(t), y1: base2, y2: base2 + 4 }),
+          svg("text", { x: x(t), y: base2 + 16,
+            "text-anchor": t === seconds.length ? "end" : "middle" }, `${t} s`)))));
+    let y = base2 + 36;
+    const fits = Math.floor((width - 4) / SMALL);
+    if (s.stall > 0) {
+      parts.push(svg("g", { class: "rb-stall" },
+        svg("path", { class: "rb-bracket", d: `M${x(state.stall_at)} ${base2 + 20}v4` +
+          `H${x(end)}v-4` }),
+        lines({ x: x(state.stall_at), y }, `hatched: stalled ${state.stall_at}–${end} s`,
+          fits, width)));
+      y += 16;
+    }
+    const back = state.recovered_at;
+    if (back !== null && s.stall > 0) {
+      parts.push(svg("g", { class: "rb-recovered", "data-at": back },
+        svg("line", { x1: x(back), x2: x(back), y1: top1, y2: base2 })));
+    }
+    const words = back === null ? "never healthy again: the retries keep it overloaded"
+      : s.stall === 0 ? "no stall: healthy all along" : `▲ healthy from ${back} s on`;
+    const from = back === null || s.stall === 0 ? 0 : x(back) - 4;
+    const told = lines({ class: "rb-recovery", x: from, y }, words, fits, width);
+    parts.push(told);
+    y += 14 * told.childElementCount + 4;
+    run.replaceChildren(svg("desc", {}, `Each second: ${said.join("; ")}.`), ...parts);
+    run.setAttribute("width", width);
+    run.setAttribute("height", y);
+    run.setAttribute("viewBox", `0 0 ${width} ${y}`);
+    run.setAttribute("aria-label", `Calls per request and the share answered in time, ` +
+      `each second of ${seconds.length}. ${verdict(state)}`);
+  }
+
+  function draw(state) {
+    last = state;
+    drawCurves(state);
+    drawRun(state);
+    result.textContent = verdict(state);
+    tasks.replaceChildren(taskList(state.tasks));
+    announce(result.textContent);
+  }
+
+  // A new width (a phone turned, a window resized): the same state, redrawn.
+  let drawnAt = 0;
+  new ResizeObserver(() => {
+    if (last && pictures.clientWidth !== drawnAt) {
+      drawnAt = pictures.clientWidth;
+      drawCurves(last);
+      drawRun(last);
+    }
+  }).observe(pictures);
+
+  return { draw, options: {} };
+}
