@@ -52,6 +52,16 @@ def test_pages_load_without_errors_or_outside_requests(watched, site_url, name):
     assert watched.problems == []
 
 
+def serious_violations(page, where="document"):
+    """axe's serious and critical findings on the page, or within the
+    elements a CSS selector names ("document": the whole page)."""
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async (where) => (await axe.run(where === "document" ? document
+                                                           : where)).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""", where)
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("name", PAGES)
 def test_no_serious_accessibility_violations(browser, site_url, name, scheme):
@@ -61,10 +71,7 @@ def test_no_serious_accessibility_violations(browser, site_url, name, scheme):
     context = browser.new_context(color_scheme=scheme, bypass_csp=True)
     page = context.new_page()
     page.goto(f"{site_url}/{name}")
-    page.add_script_tag(path=str(AXE))
-    violations = page.evaluate("""async () => (await axe.run()).violations
-        .filter(v => v.impact === 'serious' || v.impact === 'critical')
-        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
+    violations = serious_violations(page)
     context.close()
     assert violations == []
 
@@ -552,10 +559,7 @@ def test_started_simulations_have_no_serious_accessibility_violations(browser, s
         expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
         if move:
             sim.get_by_role("button", name=move, exact=True).click()
-    page.add_script_tag(path=str(AXE))
-    violations = page.evaluate("""async () => (await axe.run('.sim')).violations
-        .filter(v => v.impact === 'serious' || v.impact === 'critical')
-        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
+    violations = serious_violations(page, ".sim")
     context.close()
     assert violations == []
 
@@ -1518,10 +1522,7 @@ def test_the_herd_fits_follows_the_theme_and_passes_axe(browser, site_url, width
     ink = sim.locator(".herd-crowd line").first.evaluate("(line) => getComputedStyle(line).stroke")
     text = page.evaluate("getComputedStyle(document.body).color")
     assert ink == text
-    page.add_script_tag(path=str(AXE))
-    violations = page.evaluate("""async () => (await axe.run('.sim')).violations
-        .filter(v => v.impact === 'serious' || v.impact === 'critical')
-        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
+    violations = serious_violations(page, ".sim")
     context.close()
     assert violations == []
 
@@ -1708,10 +1709,7 @@ def test_the_retry_budget_has_no_serious_accessibility_violations(browser, site_
     sim = start_simulation(page, site_url, CHAPTER_10, "retry-budget")
     sim.get_by_label("Retry budget", exact=True).click()
     answered(sim)
-    page.add_script_tag(path=str(AXE))
-    violations = page.evaluate("""async () => (await axe.run('.sim[data-sim="retry-budget"]'))
-        .violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
-        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""")
+    violations = serious_violations(page, '.sim[data-sim="retry-budget"]')
     context.close()
     assert violations == []
 

@@ -39,7 +39,7 @@ Or from Python:
 import argparse
 import collections
 
-from .. import course
+from .. import course, settings
 
 reader = course.module("herd.py")     # the model, as the reader types it
 WRITE_SECONDS, ROUND_TRIP_SECONDS = reader.WRITE_SECONDS, reader.ROUND_TRIP_SECONDS
@@ -62,24 +62,6 @@ SETTINGS = {
     "cap": (float, 0.0001, 60.0),
     "seed": (int, 0, 2**63),
 }
-
-
-def checked(settings):
-    """The settings, if every one is of its kind and in its range."""
-    for name, value in settings.items():
-        kind, *allowed = SETTINGS[name]
-        if kind is str:
-            ok = value in allowed
-        else:
-            kinds = int if kind is int else (int, float)
-            ok = (isinstance(value, kinds) and not isinstance(value, bool)
-                  and allowed[0] <= value <= allowed[1])
-        if not ok:
-            wanted = (" or ".join(allowed) if kind is str
-                      else f"a {'whole ' if kind is int else ''}number from {allowed[0]} "
-                           f"to {allowed[1]}")
-            raise ValueError(f"{name} must be {wanted}, not {value!r}")
-    return settings
 
 
 def timeline(calls, seconds, bins=BINS):
@@ -112,24 +94,11 @@ def crowds(calls, first=CROWDS):
             for time, count in sorted(at_once.items()) if count >= 2][:first]
 
 
-class Herd:
+class Herd(settings.Rerun):
+    SETTINGS = SETTINGS
+
     def __init__(self, policy="exponential", clients=100, base=0.001, cap=1.0, seed=1):
-        self.settings = checked({"policy": policy, "clients": clients, "base": base,
-                                 "cap": cap, "seed": seed})
-        self.earned = set()
-        self._run()
-
-    def configure(self, **changes):
-        """Change any settings (the constructor's keywords), and run again.
-        What the reader earned stays."""
-        unknown = sorted(set(changes) - set(SETTINGS))
-        if unknown:
-            raise ValueError(f"unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS)}")
-        self.settings = checked({**self.settings, **changes})
-        self._run()
-
-    def close(self):
-        """Nothing to free: it keeps no connection and no file."""
+        super().__init__(policy=policy, clients=clients, base=base, cap=cap, seed=seed)
 
     def _run(self):
         s = self.settings

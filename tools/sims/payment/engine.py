@@ -53,7 +53,7 @@ import argparse
 import contextlib
 import io
 
-from .. import course
+from .. import course, settings
 
 tinyq = course.module("capstone/tinyq.py")
 dollars = course.module("ex07_retries.py").dollars
@@ -80,27 +80,14 @@ SETTINGS = {
 }
 
 
-def checked(settings):
-    """The settings, if every one is of its kind and in its range."""
-    for name, value in settings.items():
-        kind, *allowed = SETTINGS[name]
-        if kind is bool:
-            ok = isinstance(value, bool)
-        elif kind is str:
-            ok = value in allowed
-        else:
-            kinds = int if kind is int else (int, float)
-            ok = (isinstance(value, kinds) and not isinstance(value, bool)
-                  and allowed[0] <= value <= allowed[1])
-        if not ok:
-            wanted = ("true or false" if kind is bool else " or ".join(allowed) if kind is str
-                      else f"a {'whole ' if kind is int else ''}number from {allowed[0]} "
-                           f"to {allowed[1]}")
-            raise ValueError(f"{name} must be {wanted}, not {value!r}")
-    if settings["lost_request"] + settings["lost_reply"] > 1:
+def checked(values):
+    """The settings, if every one is of its kind and in its range, and the
+    two chances of loss together at most 1."""
+    settings.checked(SETTINGS, values)
+    if values["lost_request"] + values["lost_reply"] > 1:
         raise ValueError("lost_request and lost_reply share one roll per request: "
                          "together they can be at most 1")
-    return settings
+    return values
 
 
 def attempts_listed(numbers):
@@ -193,10 +180,7 @@ class Payment:
         """Change any settings (the constructor's keywords) and start again
         from the beginning, nothing tried yet: run() or step() then. What the
         reader earned stays."""
-        unknown = sorted(set(changes) - set(SETTINGS))
-        if unknown:
-            raise ValueError(f"unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS)}")
-        self.settings = checked({**self.settings, **changes})
+        self.settings = checked(settings.changed(SETTINGS, self.settings, changes))
         self._start()
 
     def close(self):

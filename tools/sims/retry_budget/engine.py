@@ -34,6 +34,8 @@ import functools
 import heapq
 import random
 
+from .. import settings
+
 ATTEMPTS = 3                     # per request, the first included (SRE book, chapter 21)
 BUDGET = 0.1                     # retries per request, at most, per client
 CAPACITY = 100                   # calls the backend answers in a second
@@ -56,22 +58,6 @@ SETTINGS = {
     "stall": (float, 0.0, 30.0),  # seconds
     "seed": (int, 0, 2**63),
 }
-
-
-def checked(settings):
-    """The settings, if every one is of its kind and in its range."""
-    for name, value in settings.items():
-        kind, *allowed = SETTINGS[name]
-        if kind is bool:
-            ok = isinstance(value, bool)
-        else:
-            ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-                  and allowed[0] <= value <= allowed[1])
-        if not ok:
-            wanted = ("true or false" if kind is bool
-                      else f"a number from {allowed[0]} to {allowed[1]}")
-            raise ValueError(f"{name} must be {wanted}, not {value!r}")
-    return settings
 
 
 class Client:
@@ -185,24 +171,11 @@ def recovered_at(seconds, stall):
     return None
 
 
-class RetryBudget:
+class RetryBudget(settings.Rerun):
+    SETTINGS = SETTINGS
+
     def __init__(self, budget=False, jitter=False, load=0.6, stall=5.0, seed=1):
-        self.settings = checked({"budget": budget, "jitter": jitter, "load": load,
-                                 "stall": stall, "seed": seed})
-        self.earned = set()
-        self._run()
-
-    def configure(self, **changes):
-        """Change any settings (the constructor's keywords), and run again.
-        What the reader earned stays."""
-        unknown = sorted(set(changes) - set(SETTINGS))
-        if unknown:
-            raise ValueError(f"unknown setting {unknown[0]!r}; known: {', '.join(SETTINGS)}")
-        self.settings = checked({**self.settings, **changes})
-        self._run()
-
-    def close(self):
-        """Nothing to free: it keeps no connection and no file."""
+        super().__init__(budget=budget, jitter=jitter, load=load, stall=stall, seed=seed)
 
     def _run(self):
         s = self.settings
