@@ -165,6 +165,14 @@ MISTAKES = [
         ("if attempts >= MAX_ATTEMPTS:", "if attempts + 1 >= MAX_ATTEMPTS:")]),
     # FAIL: test_ex07_with_two_attempts_jobs_die_with_their_last_error, the transcripts
 
+    Mistake("herd.py", "full jitter that waits its whole ceiling", [
+        ("        return dice.uniform(0, ceiling)\n", "        return ceiling\n")]),
+    # full jitter becomes exponential backoff: 5,050 calls, 99 in step. FAIL: the transcript
+
+    Mistake("herd.py", "a resource that lets a call in while a write is in progress", [
+        ("        taken = now >= free_at", "        taken = now + WRITE_SECONDS >= free_at")]),
+    # two writers at once: fewer calls than the transcript shows. FAIL: the transcript
+
     Mistake("ex08_idempotency.py", "the key names the account, not the order", [
         ('key = f"charge-for-order-{order_id}"', 'key = f"charge-for-{account}"')]),
     # too little: one charge for five orders. FAIL:
