@@ -606,5 +606,10 @@ def test_the_race_program():
     naive, duplicates = interleavings_with_one_job("naive")
     assert re.search(rf"claim_naive: +{naive} schedules, +{duplicates} send an email twice", out)
     assert re.search(r"claim_atomic: +20 schedules, +0 send an email twice", out)
+    # as the page says: the naive claim is safe only when one claim runs whole first
+    counts = race.every_interleaving("naive", 1)
+    assert (f"  {counts['safe']} naive schedules are safe; in {counts['apart']} of them one "
+            f"worker's whole claim runs before the other's first step") in out
+    assert counts["safe"] == counts["apart"] == 12
     assert "worker 2: sent the email for job 1, a duplicate" in out
     assert out.rstrip().endswith("Result: 2 emails for 1 job: job 1 was sent twice")

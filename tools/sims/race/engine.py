@@ -427,6 +427,9 @@ def main(argv=None):
     for claim, count in counts.items():
         print(f"  claim_{claim + ':':8} {count['schedules']:5} schedules, "
               f"{count['duplicates']:5} send an email twice")
+    naive = counts["naive"]
+    print(f"  {naive['safe']} naive schedules are safe; in {naive['apart']} of them one "
+          f"worker's whole claim runs before the other's first step")
     example = counts["naive"]["example"]
     if example is None:
         return
