@@ -1627,16 +1627,21 @@ def test_the_recovery_picture_draws_every_second_and_says_if_it_came_back(watche
 
 
 def test_the_retry_budget_tasks_by_keyboard(watched, site_url):
-    """Keep it down (as it starts), bring it back with the budget, then find
-    a load at which it comes back without one: the load slider moved by its
-    arrow keys until the engine says it came back."""
+    """Nothing is done where it starts, though the backend stays down there.
+    Try jitter without a budget (still down), bring it back with the budget,
+    then find a load at which it comes back without one: the load slider
+    moved by its arrow keys until the engine says it came back."""
     sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget", keyboard=True)
+    expect(sim.locator(".sim-status")).to_contain_text("Try first: ")
+    expect(sim.locator(".sim-tasks li.done")).to_have_count(0)
+    sim.get_by_label("Jitter", exact=True).press("Space")
     expect(task_done(sim, "stuck")).to_have_class("done")
     expect(sim.locator(".sim-status")).to_contain_text("Next: ")
     sim.get_by_label("Retry budget", exact=True).press("Space")
     expect(task_done(sim, "back")).to_have_class("done")
-    sim.get_by_label("Retry budget", exact=True).press("Space")
-    answered(sim)
+    for label in ("Retry budget", "Jitter"):
+        sim.get_by_label(label, exact=True).press("Space")
+        answered(sim)
     load = sim.get_by_label("Load", exact=True)
     start, lowest, step = (float(load.get_attribute(name)) for name in ("value", "min", "step"))
     loads = [round(start - step * count, 2)

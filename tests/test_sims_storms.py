@@ -108,6 +108,14 @@ def herd_tasks(sim):
     return {task["id"] for task in sim.state()["tasks"] if task["done"]}
 
 
+def test_no_task_is_done_before_the_reader_changes_anything():
+    """Where a simulation starts is not something the reader did: the herd
+    in step at the start, or the backend kept down, earns nothing yet."""
+    assert herd_tasks(Herd()) == set() and Herd().state()["in_step"] == 99
+    assert budget_tasks(RetryBudget()) == set() and RetryBudget().recovered_at is None
+    assert budget_tasks(RetryBudget(budget=True)) == set()
+
+
 def test_the_herd_tasks_are_earned_by_doing_them():
     sim = Herd(policy="full")
     assert herd_tasks(sim) == set()
@@ -193,7 +201,9 @@ def budget_tasks(sim):
 def test_the_retry_budget_tasks_are_earned_by_doing_them():
     sim = RetryBudget(stall=1.0)                 # too short a stall to keep it down
     assert budget_tasks(sim) == set()
-    sim.configure(stall=5.0)
+    sim.configure(stall=5.0)                     # down, but jitter not tried
+    assert budget_tasks(sim) == set()
+    sim.configure(jitter=True)                   # down all the same
     assert budget_tasks(sim) == {"stuck"}
     sim.configure(budget=True, stall=1.0)        # back, but it was never kept down
     assert budget_tasks(sim) == {"stuck"}

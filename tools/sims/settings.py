@@ -39,8 +39,9 @@ def changed(kinds, settings, changes):
 
 class Rerun:
     """An engine whose whole run follows from its settings (the class's
-    SETTINGS): it runs at once (_run), and again at every change. What the
-    reader has earned, the tasks done, stays from run to run."""
+    SETTINGS): it runs at once (_run), and again at every change. A task is
+    earned (_earn) only by a change: by what the reader did, never by where
+    the page started. What the reader has earned stays from run to run."""
     SETTINGS = {}
 
     def __init__(self, **values):
@@ -52,6 +53,7 @@ class Rerun:
         """Change any settings (the constructor's keywords), and run again."""
         self.settings = changed(self.SETTINGS, self.settings, changes)
         self._run()
+        self._earn()
 
     def close(self):
         """Nothing to free: it keeps no connection and no file."""

@@ -106,7 +106,9 @@ class Herd(settings.Rerun):
         self.policies = {policy: summary(contend(policy, s["clients"], s["base"], s["cap"],
                                                  s["seed"]))
                          for policy in POLICIES}
-        ran = self.policies[s["policy"]]
+
+    def _earn(self):
+        s, ran = self.settings, self.policies[self.settings["policy"]]
         if s["clients"] >= 4 and ran["in_step"] >= s["clients"] // 2:
             self.earned.add("herd")
         if (s["policy"] == "full" and s["clients"] >= 10

@@ -46,7 +46,7 @@ STALL_AT = 10.0                  # seconds into the run
 SECONDS = 60                     # the run's length
 HEALTHY = 0.9                    # recovered: at least this share of requests answered in time
 TASKS = {
-    "stuck": "keep the backend down after its stall is over",
+    "stuck": "without a budget, try jitter: does it bring the backend back?",
     "back": "with a stall that keeps it down, bring it back within 15 s of the stall's end",
     "light": "with a stall of 5 s or more, find the highest load at which it comes back "
              "without a budget",
@@ -181,9 +181,13 @@ class RetryBudget(settings.Rerun):
         s = self.settings
         self.seconds = recovery(s["budget"], s["jitter"], s["load"], s["stall"], s["seed"])
         self.recovered_at = recovered_at(self.seconds, s["stall"])
+
+    def _earn(self):
+        s = self.settings
         end = STALL_AT + s["stall"]
         if self.recovered_at is None:
-            self.earned.add("stuck")
+            if s["jitter"] and not s["budget"]:
+                self.earned.add("stuck")
         elif s["budget"]:
             down = recovered_at(recovery(False, s["jitter"], s["load"], s["stall"], s["seed"]),
                                 s["stall"]) is None
