@@ -71,6 +71,14 @@ def shown(seconds):
     return f"{int(seconds // 60)} m {seconds % 60:02.0f} s"
 
 
+def print_table(runs):
+    """A line for each policy's run: {policy: its summary()}."""
+    print(f" {'policy':24} {'calls':>7} {'time':>10}  {'in step':>7}")
+    for policy, run in runs.items():
+        print(f" {POLICIES[policy]:24} {run['calls']:7,} {shown(run['seconds']):>10}"
+              f"  {run['in_step']:7}")
+
+
 def main():
     parser = argparse.ArgumentParser(description="Clients that back off, with and without jitter.")
     parser.add_argument("--clients", type=int, default=100)
@@ -78,10 +86,8 @@ def main():
     parser.add_argument("--cap", type=float, default=1.0, help="longest wait, in seconds")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    print(f" {'policy':24} {'calls':>7} {'time':>10}  {'in step':>7}")
-    for policy, name in POLICIES.items():
-        run = summary(contend(policy, args.clients, args.base, args.cap, args.seed))
-        print(f" {name:24} {run['calls']:7,} {shown(run['seconds']):>10}  {run['in_step']:7}")
+    print_table({policy: summary(contend(policy, args.clients, args.base, args.cap, args.seed))
+                 for policy in POLICIES})
 
 
 if __name__ == "__main__":

@@ -472,42 +472,50 @@ def test_an_error_inside_complete_rolls_back_and_counts_as_a_failure(queue):
 
 # ---- the database itself
 
-def test_two_workers_never_claim_the_same_job(make_queue, tmp_path, clock):
-    producer = make_queue()
-    with producer.transaction():
-        ids = {producer.enqueue("email", {"n": n}) for n in range(200)}
-    start = threading.Barrier(2)
-    claimed = [[], []]
+def claim_side_by_side(open_queue, workers, ids):
+    """Start `workers` threads at once, each with a queue of its own, made in
+    it by open_queue(number) (a SQLite connection belongs to the thread that
+    made it), and claim until nothing is due. The ids each worker took, after
+    checking that each id was taken once, by workers that all took part."""
+    start = threading.Barrier(workers)
+    claimed = [[] for _ in range(workers)]
     errors = []
 
     def worker(number):
-        # A connection belongs to the thread that made it: one Queue each.
-        queue = tinyq.Queue(tmp_path / "jobs.db", clock=clock, rng=random.Random(number))
+        queue = open_queue(number)
         try:
             start.wait()
-            # 200 jobs need at most 200 claims; a claim that hands out a
-            # running job again would go on for ever.
+            # Each job needs one claim; a claim that hands out a running job
+            # again would go on for ever.
             for _ in range(len(ids) + 1):
                 job = queue.claim()
                 if job is None:
                     break
                 claimed[number].append(job.id)
-                time.sleep(0.001)              # the work, outside the lock
+                time.sleep(0.001)              # the work, outside any lock
         except Exception as error:
             errors.append(error)
         finally:
             queue.close()
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in (0, 1)]
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert errors == []
-    assert claimed[0] and claimed[1]           # both workers really took part
-    everything = claimed[0] + claimed[1]
-    assert len(everything) == len(set(everything)) == 200
+    assert all(claimed)                        # every worker really took part
+    everything = [job_id for jobs in claimed for job_id in jobs]
+    assert len(everything) == len(set(everything)) == len(ids)
     assert set(everything) == ids
+
+
+def test_two_workers_never_claim_the_same_job(make_queue, database, clock):
+    producer = make_queue()
+    with producer.transaction():
+        ids = {producer.enqueue("email", {"n": n}) for n in range(200)}
+    claim_side_by_side(lambda number: tinyq.Queue(database, clock=clock,
+                                                  rng=random.Random(number)), 2, ids)
 
 
 def test_the_schema_refuses_an_unknown_status(queue):

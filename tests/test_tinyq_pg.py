@@ -86,33 +86,7 @@ def test_many_workers_at_once_never_claim_the_same_job(make_queue):
     producer = make_queue()
     with producer.transaction():
         ids = {producer.enqueue("email", {"n": n}) for n in range(300)}
-    workers = [make_queue(seed=n) for n in range(4)]
-    start = threading.Barrier(len(workers))
-    claimed = [[] for _ in workers]
-    errors = []
-
-    def work(number):
-        try:
-            start.wait()
-            for _ in range(len(ids) + 1):          # more would mean a job handed out twice
-                job = workers[number].claim()
-                if job is None:
-                    break
-                claimed[number].append(job.id)
-                time.sleep(0.001)                  # the work, outside any lock
-        except Exception as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(len(workers))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    assert all(claimed)                            # every worker really took part
-    everything = [job_id for jobs in claimed for job_id in jobs]
-    assert len(everything) == len(set(everything)) == len(ids)
-    assert set(everything) == ids
+    test_capstone.claim_side_by_side(lambda number: make_queue(seed=number), 4, ids)
 
 
 def waited(queue, poll):

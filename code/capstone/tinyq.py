@@ -118,15 +118,20 @@ class Queue:
         self.clock = clock                    # injected, so tests can move time
         self.rng = random.Random() if rng is None else rng   # so runs can repeat
         self.handlers = {}
+        self.db = self.connect(path)
+
+    def connect(self, path):
+        """The database at path, open, with the jobs table made if need be."""
         # isolation_level=None: we write BEGIN and COMMIT ourselves. The
         # timeout is SQLite's busy timeout: wait for the lock, do not fail.
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS)
+        db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS)
         # WAL lets readers go on while one writer writes. NORMAL: a commit
         # does not wait for the disk. It survives the program dying at any
         # moment; a power cut may undo the last few commits, whole.
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self.db.executescript(SCHEMA)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.executescript(SCHEMA)
+        return db
 
     def close(self):
         self.db.close()

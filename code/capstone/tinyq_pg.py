@@ -13,8 +13,6 @@
 #           queue = tinyq_pg.Queue("postgresql://localhost/shop")
 
 import contextlib
-import random
-import time
 
 import psycopg
 from psycopg.pq import TransactionStatus
@@ -95,22 +93,17 @@ class Job(tinyq.Job):
 class Queue(tinyq.Queue):
     dialect = "postgresql"         # the SQL that self.db speaks: shop.py writes in it
 
-    def __init__(self, dsn, *, lease=30.0, max_attempts=5, backoff_base=0.1,
-                 backoff_cap=10.0, clock=time.time, rng=None):
-        self.lease = lease
-        self.max_attempts = max_attempts
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
-        self.clock = clock
-        self.rng = random.Random() if rng is None else rng
-        self.handlers = {}
+    def connect(self, dsn):
+        """The database the address dsn names, open, with the jobs table made
+        if need be, and listening for enqueue()'s notifications."""
         # autocommit: a statement outside transaction() commits on its own,
         # as with tinyq's isolation_level=None.
-        self.db = psycopg.connect(dsn, autocommit=True)
-        with self.transaction() as db:
+        db = psycopg.connect(dsn, autocommit=True)
+        with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             db.execute(SCHEMA)
-        self.db.execute(f"LISTEN {CHANNEL}")
+        db.execute(f"LISTEN {CHANNEL}")
+        return db
 
     @contextlib.contextmanager
     def transaction(self):

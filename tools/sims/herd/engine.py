@@ -102,10 +102,10 @@ class Herd(settings.Rerun):
 
     def _run(self):
         s = self.settings
-        self.calls = contend(s["policy"], s["clients"], s["base"], s["cap"], s["seed"])
-        self.policies = {policy: summary(contend(policy, s["clients"], s["base"], s["cap"],
-                                                 s["seed"]))
-                         for policy in POLICIES}
+        runs = {policy: contend(policy, s["clients"], s["base"], s["cap"], s["seed"])
+                for policy in POLICIES}
+        self.calls = runs[s["policy"]]
+        self.policies = {policy: summary(calls) for policy, calls in runs.items()}
 
     def _earn(self):
         s, ran = self.settings, self.policies[self.settings["policy"]]
@@ -143,16 +143,12 @@ def print_run(sim):
     print(f"{s['clients']} clients, one write each, to a resource that takes one writer at a "
           f"time; waits from {s['base'] * 1000:g} ms up to {s['cap']:g} s; seed {s['seed']}")
     print()
-    print(f" {'policy':24} {'calls':>7} {'time':>10}  {'in step':>7}")
-    for policy, each in sim.policies.items():
-        print(f" {NAMES[policy]:24} {each['calls']:7,} {seconds(each['seconds']):>10}  "
-              f"{each['in_step']:7}")
+    reader.print_table(sim.policies)
     state = sim.state()
+    most = max(column["taken"] + column["turned_away"] for column in state["timeline"])
     print()
     print(f"{NAMES[s['policy']]}: calls over time, {BINS} slices of "
-          f"{seconds(state['seconds'] / BINS)} (█ {max(1, state['calls'] // 400)}"
-          f" calls or part)")
-    most = max(column["taken"] + column["turned_away"] for column in state["timeline"])
+          f"{seconds(state['seconds'] / BINS)} (the longest bar: {most} calls)")
     for column in state["timeline"]:
         count = column["taken"] + column["turned_away"]
         print(f" {seconds(column['start']):>10} {count:5} {bar(count, most)}")
