@@ -1484,6 +1484,35 @@ def test_the_herd_tasks_by_keyboard(watched, site_url):
     assert watched.problems == []
 
 
+def test_the_herd_never_undoes_a_choice_made_while_python_was_busy(watched, site_url):
+    """The reader changes the cap, then the policy before the cap's answer
+    is back. Drawing that older answer must leave the policy menu at what
+    the reader chose since: otherwise their next arrow key moves from the
+    wrong place (CI caught one keyboard run landing on equal jitter)."""
+    sim = start_simulation(watched, site_url, CHAPTER_6, "herd")
+    answered(sim)
+    shown = sim.evaluate("""(mount) => new Promise((resolve) => {
+        const policy = mount.querySelector("#herd-policy");
+        const cap = mount.querySelector("#herd-cap");
+        const result = mount.querySelector(".sim-result");
+        // The menu as it stands when the cap's answer is drawn: the policy's
+        // own answer needs another round trip to Python, so it comes later.
+        new MutationObserver((_, observer) => {
+            observer.disconnect();
+            resolve(policy.value);
+        }).observe(result, { childList: true, characterData: true, subtree: true });
+        cap.value = "0.5";
+        cap.dispatchEvent(new Event("change"));
+        policy.value = "equal";
+        policy.dispatchEvent(new Event("change"));
+    })""")
+    assert shown == "equal"
+    answered(sim)
+    expect(sim.get_by_label("Policy", exact=True)).to_have_value("equal")
+    expect(sim.locator(".sim-result")).to_contain_text("equal jitter")
+    assert watched.problems == []
+
+
 def test_the_herd_refuses_a_box_out_of_range_and_says_why(watched, site_url):
     """A number of clients the engine refuses is never sent: the box says
     what it takes, and the picture stays as it was."""

@@ -298,11 +298,13 @@ export default function herd(body, { act, announce }) {
   function draw(state) {
     last = state;
     const first = !named;
+    // After the first draw the menu is the reader's: an answer to an older
+    // call must not move it back (their next arrow key would start there).
     if (first) {
       policy.replaceChildren(...Object.entries(state.names).map(([value, words]) =>
         el("option", { value }, words)));
+      policy.value = state.settings.policy;
     }
-    policy.value = state.settings.policy;
     const name = state.names[state.settings.policy];
     result.textContent = `${name}: ${many(state.calls, "call")} in ` +
       `${seconds(state.seconds)}; ` + (state.in_step
