@@ -1159,6 +1159,48 @@ def test_on_a_phone_the_payment_pictures_fit_their_words(browser, site_url):
     assert lanes.evaluate(OUTSIDE) == []
 
 
+JOBS_TABLE_CELLS = """(table) => [...table.querySelectorAll("tr")].map((row) =>
+    [...row.children].map((cell) => {
+        const box = cell.getBoundingClientRect();
+        return { top: Math.round(box.top), width: box.width };
+    }))"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_charge_jobs_table_reads_well_on_a_phone_and_stays_a_table(browser, site_url, width):
+    """At 1280 px each job is one line of five cells. At 390 px five columns
+    left what the worker knows a word or two wide, so it takes a line of its
+    own under the other four, as wide as the table, which never scrolls
+    sideways. Either way it is still a table to a screen reader: five
+    column headers, a row header and four cells for each job."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER_8, "payment")
+    sim.get_by_role("button", name="Run all charges").click()
+    answered(sim)
+    table = sim.locator(".sim-panels table")
+    expect(table.locator("tbody tr")).to_have_count(5)
+    expect(table.get_by_role("columnheader")).to_have_count(5)
+    expect(table.get_by_role("rowheader")).to_have_count(5)
+    expect(table.get_by_role("cell")).to_have_count(20)
+    expect(table.get_by_role("cell", name="charged once: the bank approved it", exact=True)
+           ).to_have_count(1)
+    rows = table.evaluate(JOBS_TABLE_CELLS)
+    whole = table.bounding_box()["width"]
+    for cells in rows:
+        assert len(cells) == 5
+        if width == 1280:
+            assert len({cell["top"] for cell in cells}) == 1, cells
+        else:
+            *first, knows = cells
+            assert len({cell["top"] for cell in first}) == 1, cells
+            assert knows["top"] > first[0]["top"], cells
+            assert knows["width"] >= 0.95 * whole, (knows, whole)
+    box = sim.locator(".sim-panels .sim-scroll")
+    assert box.evaluate("(box) => box.scrollWidth <= box.clientWidth")
+    context.close()
+
+
 # ---- picture: race stepper
 
 RACE_CHAPTER = "the-worker-where-work-happens.html"

@@ -129,7 +129,7 @@ export default function payment(body, { act, announce }) {
   const lanesBox = el("div", { class: "sim-scroll pay-scroll", tabindex: "0" }, lanes);
   const pictures = el("div", { class: "sim-picture" }, bars);
   let last = null;           // the state drawn last, to draw again at a new width
-  const jobs = el("tbody");
+  const jobs = el("tbody", { role: "rowgroup" });
   const tasks = el("div");
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => act("step"),
@@ -164,9 +164,12 @@ export default function payment(body, { act, announce }) {
       sideways(lanesBox, "picture", lanes), lanesBox, legend()),
     el("div", { class: "sim-panels" },
       el("section", { class: "wide" }, el("h3", {}, "The charge jobs"),
-        scrolling(el("table", {}, el("thead", {}, el("tr", {},
-          el("th", {}, "Job"), el("th", {}, "Status"), el("th", {}, "Tries"),
-          el("th", {}, "The bank charged"), el("th", {}, "The worker knows"))), jobs))),
+        // The roles are said outright: on a phone the rows are laid out as
+        // grids, and some browsers stop calling such a table a table.
+        scrolling(el("table", { class: "pay-jobs", role: "table" },
+          el("thead", { role: "rowgroup" }, el("tr", { role: "row" },
+            ...["Job", "Status", "Tries", "The bank charged", "The worker knows"].map((name) =>
+              el("th", { role: "columnheader" }, name)))), jobs))),
       el("details", { class: "wide" },
         el("summary", {}, "Every attempt in words"), timeline)),
     el("section", {}, el("h3", {}, "Try to"), tasks));
@@ -415,13 +418,14 @@ export default function payment(body, { act, announce }) {
     }
     balance.textContent = `Alice should have paid ${dollars(state.expected_cents)}; ` +
       `she has paid ${dollars(state.actual_cents)}. ${state.difference}`;
+    const cell = (text) => el("td", { role: "cell" }, text);
     jobs.replaceChildren(...state.jobs.map((job) => el("tr",
-      { class: job.status === "dead" ? "dead" : "" },
-      el("th", { scope: "row" }, String(job.id)),
-      el("td", {}, job.status === "dead" ? "✗ dead" : job.status),
-      el("td", {}, String(job.attempts)),
-      el("td", {}, job.charged_times > 1 ? `⚠ ${job.truth}` : job.truth),
-      el("td", {}, job.worker_knows))));
+      { class: job.status === "dead" ? "dead" : "", role: "row" },
+      el("th", { scope: "row", role: "rowheader" }, String(job.id)),
+      cell(job.status === "dead" ? "✗ dead" : job.status),
+      cell(String(job.attempts)),
+      cell(job.charged_times > 1 ? `⚠ ${job.truth}` : job.truth),
+      cell(job.worker_knows))));
     timeline.replaceChildren(...state.timeline.map((entry) => el("li",
       { class: `event-${entry.outcome}` }, `${entry.t.toFixed(2)} s: ${entry.text}`)));
     tasks.replaceChildren(taskList(state.tasks));
