@@ -1362,6 +1362,10 @@ def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(browser, 
         assert first["y"] + first["height"] <= row["y"]
         assert row["y"] + row["height"] <= second["y"]
         assert first["y"] + first["height"] - 4 <= drawn["y"] <= row["y"]
+    # Each claim's radio button and its words stay on one line together.
+    for choice in ("the naive claim", "the atomic claim"):
+        label = sim.locator("fieldset label", has_text=choice)
+        assert label.evaluate("(label) => label.getClientRects().length") == 1, choice
     context.close()
 
 
