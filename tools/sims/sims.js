@@ -52,6 +52,8 @@ function mount(element, number) {
   // The status line says what to try first, and acknowledges each task as it
   // is done, with the next one: said (and read out) only when that changes.
   let done = null;             // the ids of the tasks done when last said
+  // A full stop, unless a task that is a question already ends the sentence.
+  const ended = (words) => (/[.?!]$/.test(words) ? words : `${words}.`);
   function guide(tasks) {
     const now = tasks.filter((task) => task.done).map((task) => task.id);
     if (done !== null && now.join() === done.join()) {
@@ -59,11 +61,11 @@ function mount(element, number) {
     }
     const finished = tasks.filter((task) => task.done && !(done || []).includes(task.id));
     const next = tasks.find((task) => !task.done);
-    const then = next ? `${finished.length ? "Next" : "Try first"}: ${next.text}.`
+    const then = next ? ended(`${finished.length ? "Next" : "Try first"}: ${next.text}`)
       : "That was the last task.";
     done = now;
     setState("ready", finished.length
-      ? `Done: ${finished.map((task) => task.text).join("; ")}. ${then}` : then);
+      ? `${ended(`Done: ${finished.map((task) => task.text).join("; ")}`)} ${then}` : then);
   }
 
   function draw(state) {
