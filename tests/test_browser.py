@@ -201,6 +201,30 @@ def answered(sim):
         "data-busy", "false", timeout=BOOT_SECONDS * 1000)
 
 
+MENU_WHEN_DRAWN = """(mount, [menu, drawn, changes]) => new Promise((resolve) => {
+    // The menu as it stands when the first answer is drawn: each change
+    // is a call of its own, so the later ones' answers come after.
+    new MutationObserver((_, observer) => {
+        observer.disconnect();
+        resolve(mount.querySelector(menu).value);
+    }).observe(mount.querySelector(drawn),
+               { childList: true, characterData: true, subtree: true });
+    for (const [control, value] of changes) {
+        const element = mount.querySelector(control);
+        element.value = value;
+        element.dispatchEvent(new Event("change"));
+    }
+})"""
+
+
+def menu_when_the_first_answer_is_drawn(sim, menu, drawn, changes):
+    """Make `changes` (control, value) one after another, faster than Python
+    answers, and say what `menu` holds when the first answer is drawn into
+    `drawn`: a view that draws an older answer over the reader's newer
+    choice shows the older one."""
+    return sim.evaluate(MENU_WHEN_DRAWN, [menu, drawn, changes])
+
+
 def test_the_race_stepper_by_keyboard_alone(watched, site_url):
     sim = start_simulation(watched, site_url, "the-worker-where-work-happens.html", "race",
                            keyboard=True)
@@ -651,6 +675,21 @@ def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
         answered(sim)
         offered = sim.get_by_label("Crash").locator("option").all_text_contents()
         assert set(offered) <= set(rows), (protection, offered)   # the matrix's own words
+    assert watched.problems == []
+
+
+def test_the_crash_timing_menus_never_undo_a_choice_made_while_python_was_busy(watched,
+                                                                             site_url):
+    """Two protections chosen faster than Python answers: drawing the first
+    answer leaves the menu at the second, the reader's latest."""
+    sim = start_simulation(watched, site_url, CHAPTER_8, "crash-timing")
+    answered(sim)
+    shown = menu_when_the_first_answer_is_drawn(
+        sim, "#ct-protection", "#ct-detail", [("#ct-protection", "key"),
+                                              ("#ct-protection", "transaction")])
+    assert shown == "transaction"
+    answered(sim)
+    expect(sim.get_by_label("Protection")).to_have_value("transaction")
     assert watched.problems == []
 
 
@@ -1537,21 +1576,8 @@ def test_the_herd_never_undoes_a_choice_made_while_python_was_busy(watched, site
     wrong place (CI caught one keyboard run landing on equal jitter)."""
     sim = start_simulation(watched, site_url, CHAPTER_6, "herd")
     answered(sim)
-    shown = sim.evaluate("""(mount) => new Promise((resolve) => {
-        const policy = mount.querySelector("#herd-policy");
-        const cap = mount.querySelector("#herd-cap");
-        const result = mount.querySelector(".sim-result");
-        // The menu as it stands when the cap's answer is drawn: the policy's
-        // own answer needs another round trip to Python, so it comes later.
-        new MutationObserver((_, observer) => {
-            observer.disconnect();
-            resolve(policy.value);
-        }).observe(result, { childList: true, characterData: true, subtree: true });
-        cap.value = "0.5";
-        cap.dispatchEvent(new Event("change"));
-        policy.value = "equal";
-        policy.dispatchEvent(new Event("change"));
-    })""")
+    shown = menu_when_the_first_answer_is_drawn(
+        sim, "#herd-policy", ".sim-result", [("#herd-cap", "0.5"), ("#herd-policy", "equal")])
     assert shown == "equal"
     answered(sim)
     expect(sim.get_by_label("Policy", exact=True)).to_have_value("equal")

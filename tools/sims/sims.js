@@ -68,8 +68,10 @@ function mount(element, number) {
       ? `${ended(`Done: ${finished.map((task) => task.text).join("; ")}`)} ${then}` : then);
   }
 
+  // `newest`: no call waits behind this state's, so it is what the controls
+  // say now; an older one may not be, and a view leaves its controls alone.
   function draw(state) {
-    view.draw(state);
+    view.draw(state, { newest: waiting <= 1 });
     if (state.tasks) {
       guide(state.tasks);
     }

@@ -429,10 +429,12 @@ export default function crashTiming(body, { act, announce }) {
     announce("The matrix of every crash and protection is shown below the timeline.");
   }
 
-  function draw(newState) {
+  function draw(newState, { newest }) {
     state = newState;
-    options(protection, state.protections, state.protection);
-    options(crash, state.crash_points, state.crash);
+    if (newest) {
+      options(protection, state.protections, state.protection);
+      options(crash, state.crash_points, state.crash);
+    }
     picture.draw(state, waiting ? heading : null);
     const point = state.crash_points.find((item) => item.id === state.crash);
     detail.textContent = `In this protection's code: ${point.detail}.`;
