@@ -1148,6 +1148,18 @@ def test_the_payment_bars_draw_a_charge_in_flight_as_pending(watched, site_url):
     assert watched.problems == []
 
 
+def follows_the_theme_and_keeps_still(page, looks):
+    """looks() gives a mark's colour, its words' colour and its animation.
+    In the light theme with motion allowed the two colours match and it
+    moves; in the dark theme with less motion asked for they still match,
+    but are another colour, and nothing moves."""
+    mark, words, motion = looks()
+    assert mark == words and motion != "none"
+    page.emulate_media(color_scheme="dark", reduced_motion="reduce")
+    dark_mark, dark_words, still = looks()
+    assert dark_mark == dark_words != mark and still == "none"
+
+
 def test_the_payment_picture_follows_the_theme_and_keeps_still_when_asked(watched, site_url):
     """The marks take the page's own colours, in either theme, and the
     newest fades in only for a reader who has not asked for less motion."""
@@ -1157,15 +1169,10 @@ def test_the_payment_picture_follows_the_theme_and_keeps_still_when_asked(watche
     newest = sim.locator(".pay-attempt.pay-new")
     expect(newest).to_have_count(1)
 
-    def looks():
-        return newest.evaluate("""(mark) => [mark.querySelector(".pay-took"),
+    follows_the_theme_and_keeps_still(watched, lambda: newest.evaluate(
+        """(mark) => [mark.querySelector(".pay-took"),
             mark.querySelector(".pay-label"), mark].map((part) => getComputedStyle(part))
-            .map((style, i) => i < 2 ? style.fill : style.animationName)""")
-    dot, words, motion = looks()
-    assert dot == words and motion != "none"
-    watched.emulate_media(color_scheme="dark", reduced_motion="reduce")
-    dark_dot, dark_words, still = looks()
-    assert dark_dot == dark_words != dot and still == "none"
+            .map((style, i) => i < 2 ? style.fill : style.animationName)"""))
     assert watched.problems == []
 
 
@@ -1772,16 +1779,10 @@ def test_the_retry_budget_picture_follows_the_theme_and_keeps_still_when_asked(w
     sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
     answered(sim)
 
-    def looks():
-        return sim.evaluate("""(sim) => [
-            getComputedStyle(sim.querySelector('.rb-line[data-line="without"]')).stroke,
-            getComputedStyle(sim.querySelector('.rb-end[data-line="without"]')).fill,
-            getComputedStyle(sim.querySelector(".rb-recovery")).animationName]""")
-    line, words, motion = looks()
-    assert line == words and motion != "none"
-    watched.emulate_media(color_scheme="dark", reduced_motion="reduce")
-    dark_line, dark_words, still = looks()
-    assert dark_line == dark_words != line and still == "none"
+    follows_the_theme_and_keeps_still(watched, lambda: sim.evaluate("""(sim) => [
+        getComputedStyle(sim.querySelector('.rb-line[data-line="without"]')).stroke,
+        getComputedStyle(sim.querySelector('.rb-end[data-line="without"]')).fill,
+        getComputedStyle(sim.querySelector(".rb-recovery")).animationName]"""))
     assert watched.problems == []
 
 

@@ -80,6 +80,18 @@ export function scrolling(table) {
   return el("div", {}, sideways(box, "table", table), box);
 }
 
+// Calls redraw() each time box changes width (a phone turned, a window
+// resized), so that a picture drawn to fit one width fits the next.
+export function whenWidthChanges(box, redraw) {
+  let drawnAt = 0;
+  new ResizeObserver(() => {
+    if (box.clientWidth !== drawnAt) {
+      drawnAt = box.clientWidth;
+      redraw();
+    }
+  }).observe(box);
+}
+
 // A line that says so while box is too narrow for what it holds (on a phone,
 // say), so that nobody misses what is off to the side. content: what grows.
 export function sideways(box, what, content = box) {

@@ -4,7 +4,7 @@
 // stands up as spikes, jitter lies down as a smear); and the five policies'
 // calls and time side by side, with the same clients and seed.
 
-import { el, svg, taskList } from "../dom.js";
+import { el, svg, taskList, whenWidthChanges } from "../dom.js";
 
 // A time as the engine's terminal program says it: 0.768 s, 12.3 s, 1 m 30 s.
 function seconds(value) {
@@ -328,16 +328,13 @@ export default function herd(body, { act, announce }) {
     named = true;
   }
 
-  // A new width (a phone turned, a window resized): the same state, redrawn
-  // to fit it.
-  let drawnAt = 0;
-  new ResizeObserver(() => {
-    if (last && spikesBox.clientWidth !== drawnAt) {
-      drawnAt = spikesBox.clientWidth;
+  // A new width: the same state, redrawn to fit it.
+  whenWidthChanges(spikesBox, () => {
+    if (last) {
       drawSpikes(last);
       drawCompare(last);
     }
-  }).observe(spikesBox);
+  });
 
   return { draw, options: { policy: "full" } };
 }

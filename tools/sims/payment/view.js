@@ -4,7 +4,7 @@
 // every attempt on a time axis, one lane per charge job, with the backoff
 // waits between. (Chapter 10's O7 story is o7.js.)
 
-import { el, player, scrolling, sideways, svg, taskList } from "../dom.js";
+import { el, player, scrolling, sideways, svg, taskList, whenWidthChanges } from "../dom.js";
 
 const STEP_MS = 500;
 
@@ -434,16 +434,13 @@ export default function payment(body, { act, announce }) {
     }
   }
 
-  // A new width (a phone turned, a window resized): the same state, redrawn
-  // to fit it.
-  let drawnAt = 0;
-  new ResizeObserver(() => {
-    if (last && pictures.clientWidth !== drawnAt) {
-      drawnAt = pictures.clientWidth;
+  // A new width: the same state, redrawn to fit it.
+  whenWidthChanges(pictures, () => {
+    if (last) {
       drawBars(last);
       drawLanes(last);
     }
-  }).observe(pictures);
+  });
 
   return { draw, options: {} };
 }

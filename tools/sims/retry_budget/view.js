@@ -5,7 +5,7 @@
 // backend stalls, and the calls per request and the share answered in time
 // show whether it ever comes back.
 
-import { el, sideways, svg, taskList } from "../dom.js";
+import { el, sideways, svg, taskList, whenWidthChanges } from "../dom.js";
 
 const MARK = 1.2;             // the level the budget's line stays under, drawn as a line
 const CHAR = 7.3;             // px a character of the 12 px monospace font
@@ -335,15 +335,13 @@ export default function retryBudget(body, { act, announce }) {
     announce(result.textContent);
   }
 
-  // A new width (a phone turned, a window resized): the same state, redrawn.
-  let drawnAt = 0;
-  new ResizeObserver(() => {
-    if (last && pictures.clientWidth !== drawnAt) {
-      drawnAt = pictures.clientWidth;
+  // A new width: the same state, redrawn to fit it.
+  whenWidthChanges(pictures, () => {
+    if (last) {
       drawCurves(last);
       drawRun(last);
     }
-  }).observe(pictures);
+  });
 
   return { draw, options: {} };
 }
