@@ -1,11 +1,12 @@
 # Exercise 9: Limits: Bounding the Work.
 # A payment worker that stays up and keeps the money right under pressure:
 # each tenant gets a fixed number of running and waiting slots, every
-# operation has a deadline, retries spend from each worker's budget, all
-# workers together spend from one budget of money an hour, clients ask for
-# status and may cancel what has not started, and an operation is charged at
-# most once, across crashes, redeliveries, changed inputs and a provider that
-# forgets its keys after 24 hours.
+# operation has a deadline, retries spend from each worker's budget (spent,
+# it puts work back for later), all workers together spend from one budget
+# of money an hour, clients ask for status and may cancel what has not yet
+# called the provider, every parked operation keeps its reason, and an
+# operation is charged at most once, across crashes, redeliveries, changed
+# inputs and a provider that forgets its keys after 24 hours.
 #
 # Run it:   python3 ex09_charge_worker.py o7          (the O7 timeline)
 #           python3 ex09_charge_worker.py admission   (tenant North's limits)
@@ -25,16 +26,18 @@ import random
 import sqlite3
 import time
 
-KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long (Stripe: 24 h)
+KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long (Stripe's API v1:
+                                 # at least 24 h)
 KEY_TRUSTED_SECONDS = 23 * 3600  # how long we rely on it: a margin for clocks
 MAX_RUNNING = 2                  # per tenant: operations being worked on...
 MAX_WAITING = 5                  # ...and operations waiting for a slot
 DEADLINE_SECONDS = 30            # an operation must be over this long after it starts
 LEASE_SECONDS = 60               # a running slot is held this long, unless given back:
                                  # longer than the deadline, so a live worker gives up first
-MAX_STARTS = 3                   # an operation whose worker died this often is dead
+MAX_LOST = 3                     # an operation whose worker died this often is dead
 RETRY_RATIO = 0.1                # retries may be at most 10% of requests...
 BUDGET_WINDOW_SECONDS = 60       # ...over the last minute
+PUT_BACK_SECONDS = 60            # an operation put back waits this long to start again
 MAX_CENTS_PER_HOUR = 50000       # the whole service may charge $500.00 an hour
 
 
@@ -43,7 +46,17 @@ class Conflict(Exception):
 
 
 class Retryable(Exception):
-    """A failure that may succeed later: a timeout, a 503."""
+    """A failure that trying again may cure: a timeout, a 503. What the
+    provider did is not known, so a retry must carry the same key."""
+
+
+class Parked(Exception):
+    """Delivery gave up: the operation is dead, for a person, for this reason."""
+
+
+class RetryLater(Exception):
+    """This worker's retry budget is spent. The operation is not at fault:
+    it goes back to wait, to be tried again later."""
 
 
 class Refused(Exception):
@@ -68,8 +81,12 @@ CREATE TABLE IF NOT EXISTS work (
     inputs  TEXT NOT NULL,              -- JSON
     state   TEXT NOT NULL
             CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled')),
-    starts  INTEGER NOT NULL DEFAULT 0, -- how often it was started: also a fencing token
-    locked_until  REAL                  -- while running: when its lease runs out
+    starts  INTEGER NOT NULL DEFAULT 0, -- how often it was started: the fencing token
+    lost    INTEGER NOT NULL DEFAULT 0, -- how often its worker died holding it
+    not_before    REAL NOT NULL DEFAULT 0,  -- while waiting: not to start before this
+    locked_until  REAL,                 -- while running: when its lease runs out
+    cancel_asked  INTEGER NOT NULL DEFAULT 0, -- its client asked to cancel it
+    last_error    TEXT                  -- why it is dead, or was put back
 );
 CREATE TABLE IF NOT EXISTS spend (
     hour   INTEGER PRIMARY KEY,         -- hours since the clock's zero
@@ -89,7 +106,9 @@ def dollars(cents):
 
 
 def digest(inputs):
-    """The same inputs, in any order, always give the same digest."""
+    """The same inputs, in any order, always give the same digest. Only the
+    order is made the same: 5000 and 5000.0 differ, so callers must send
+    each input in one form (whole cents, as here)."""
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
@@ -99,10 +118,19 @@ def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
     """Charge for operation op_id once. Safe to call again after a crash at
     any point; returns the provider's charge id. Each call to the provider
     gets `timeout`, the seconds the operation has left (None: no limit)."""
-    # 1. Write down what we are about to do, before doing it.
-    db.execute("INSERT INTO operations (id, input_digest, state, started_at)"
-               " VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING",
-               (op_id, digest(inputs), clock()))
+    # 1. Write down what we are about to do, before doing it, and take its
+    #    amount from the service's spend budget: both or neither, and only
+    #    the first time, so that a redelivery spends nothing more.
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("INSERT INTO operations (id, input_digest, state, started_at)"
+                      " VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING",
+                      (op_id, digest(inputs), clock())).rowcount:
+            spend(db, inputs["amount_cents"], clock)      # check first
+    except BaseException:
+        db.execute("ROLLBACK")          # over budget: nothing written, nothing taken
+        raise
+    db.execute("COMMIT")
     stored, state, charge_id, started_at = db.execute(
         "SELECT input_digest, state, charge_id, started_at FROM operations WHERE id = ?",
         (op_id,)).fetchone()
@@ -124,31 +152,33 @@ def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
     return charge_id
 
 
-def deliver(db, provider, message, dead_letters,
+def deliver(db, provider, message,
             attempts=5,                 # tries in all, the first one included
             base=0.2, cap=10.0,         # the ceiling of each wait, in seconds
             sleep=time.sleep, budget=None, rng=random, clock=time.time,
             deadline=None):             # when it must be over, on `clock`
     """Process one message, retrying what may succeed later, and passing
-    each try the time left before the deadline. Returns the charge id, or
-    None after parking the message in dead_letters."""
+    each try the time left before the deadline. Returns the charge id.
+    Raises Parked, with the reason, when the message needs a person: a
+    conflict, or no tries or no time left. Raises RetryLater when this
+    worker's retry budget is spent: that is no fault of the message's."""
     if budget is not None:
         budget.request()
     for attempt in range(attempts):
         time_left = None if deadline is None else deadline - clock()
         try:
             return process(db, provider, message["id"], message["inputs"], clock, time_left)
-        except Conflict:
-            break                       # trying again cannot help
-        except Retryable:
+        except Conflict as conflict:
+            raise Parked(f"Conflict: {conflict}") from None     # trying again cannot help
+        except Retryable as failure:
             wait = rng.uniform(0, min(cap, base * 2 ** attempt))   # full jitter
-            if (attempt == attempts - 1                            # no tries left,
-                    or (deadline is not None and clock() + wait >= deadline)   # no time,
-                    or (budget is not None and not budget.allow_retry())):     # no budget
-                break
+            if attempt == attempts - 1:
+                raise Parked(f"{failure}; no tries left") from None
+            if deadline is not None and clock() + wait >= deadline:
+                raise Parked(f"{failure}; no time left before the deadline") from None
+            if budget is not None and not budget.allow_retry():
+                raise RetryLater(f"{failure}; this worker's retry budget is spent") from None
             sleep(wait)
-    dead_letters.append(message)
-    return None
 
 
 class RetryBudget:
@@ -242,20 +272,23 @@ def status(db, tenant, client_id):
 
 
 def start_next(db, tenant, clock=time.time):
-    """Start the tenant's oldest operation that is waiting, or running on a
-    lease that ran out (its worker died), if the tenant has a free running
-    slot. Only a live lease holds a slot. Returns its message, or None."""
+    """Start the tenant's oldest waiting operation, if the tenant has a free
+    running slot. Only a live lease holds a slot. Returns its message, or None."""
     now = clock()
-    # An operation whose worker died on each of its MAX_STARTS starts is
-    # dead: one that kills every worker that takes it must not come back for
-    # ever. No code of the dead workers could have said so; the lease does.
-    db.execute("UPDATE work SET state = 'dead' WHERE tenant = ? AND state = 'running'"
-               " AND locked_until < ? AND starts >= ?", (tenant, now, MAX_STARTS))
+    # A running operation whose lease ran out has lost its worker, and no
+    # code of that worker's gave its slot back: the lease does. It waits
+    # again, unless it has lost MAX_LOST workers: one that kills every worker
+    # that takes it must not come back for ever. It is dead, for a person.
+    db.execute("""
+        UPDATE work SET lost = lost + 1,
+                        state = CASE WHEN lost + 1 >= :max_lost THEN 'dead' ELSE 'waiting' END,
+                        last_error = 'worker lost: the lease of start ' || starts || ' ran out'
+        WHERE tenant = :tenant AND state = 'running' AND locked_until < :now
+    """, {"tenant": tenant, "now": now, "max_lost": MAX_LOST})
     row = db.execute("""
         UPDATE work SET state = 'running', starts = starts + 1, locked_until = :now + :lease
         WHERE id = (SELECT id FROM work
-                    WHERE tenant = :tenant
-                      AND (state = 'waiting' OR (state = 'running' AND locked_until < :now))
+                    WHERE tenant = :tenant AND state = 'waiting' AND not_before <= :now
                     ORDER BY rowid LIMIT 1)
           AND (SELECT count(*) FROM work WHERE tenant = :tenant
                AND state = 'running' AND locked_until >= :now) < :max_running
@@ -267,27 +300,37 @@ def start_next(db, tenant, clock=time.time):
     return {"id": row[0], "inputs": json.loads(row[1]), "start": row[2]}
 
 
-def finish(db, message, state):
-    """End the operation that start_next() gave as `message`, if it is still
-    this start's. A worker that stalled past its lease, while another worker
+def finish(db, message, state, why=None, not_before=0):
+    """End the start that start_next() gave as `message`: done, dead or
+    cancelled, or back to waiting until `not_before`; `why` is kept for a
+    person. A worker that stalled past its lease, while another worker
     started the operation again, holds an older start: it changes nothing."""
-    db.execute("UPDATE work SET state = ? WHERE id = ? AND state = 'running' AND starts = ?",
-               (state, message["id"], message["start"]))
+    db.execute("UPDATE work SET state = ?, last_error = ?, not_before = ?"
+               " WHERE id = ? AND state = 'running' AND starts = ?",
+               (state, why, not_before, message["id"], message["start"]))
 
 
 def cancel(db, tenant, client_id):
-    """Cancel an operation that has not started. For any other, say why not,
-    and whether money may have moved."""
+    """Cancel an operation that has not called the provider: at once if it
+    waits, and at its safe point, before the call, if it runs. For any
+    other, say why not, and whether money may have moved."""
     op_id = operation_id(tenant, client_id)
-    if db.execute("UPDATE work SET state = 'cancelled' WHERE id = ? AND state = 'waiting'",
+    never_called = "id NOT IN (SELECT id FROM operations)"
+    if db.execute("UPDATE work SET state = 'cancelled', last_error = 'cancelled by its client'"
+                  f" WHERE id = ? AND state = 'waiting' AND {never_called}",
                   (op_id,)).rowcount:
         return f"{op_id} cancelled: it had not started, so nothing was charged"
+    if db.execute(f"UPDATE work SET cancel_asked = 1 WHERE id = ? AND state = 'running'"
+                  f" AND {never_called}", (op_id,)).rowcount:
+        return (f"{op_id} is running: asked to stop before it calls the provider;"
+                " ask its status to see how it ended")
     known = status(db, tenant, client_id)
     if known is None:
         return f"{tenant} has no operation {client_id}"
     state, charge = known
-    if state == "running":
-        return f"{op_id} cannot be cancelled now: it is running; ask again when it ends"
+    if state in ("waiting", "running"):
+        return (f"{op_id} cannot be cancelled now: it has called the provider, or is about to;"
+                " ask again when it ends")
     if charge == "unknown":
         return (f"{op_id} is dead, and may have been charged: a call was made and no clear"
                 " answer came back. A person must ask the provider before anything else")
@@ -299,32 +342,43 @@ def cancel(db, tenant, client_id):
 
 # ---- a worker: one operation, from its slot to its end
 
-def work_one(db, provider, tenant, dead_letters, clock=time.time, **retries):
+def work_one(db, provider, tenant, clock=time.time, **retries):
     """Start the tenant's next operation and see it through. Returns its id,
-    or None if there was nothing to start. The slot is given back on every
-    way out: charged, parked, or an exception nobody expected (the operation
-    is then dead, for a person, and the exception goes on up). Over the spend
-    budget, the start is undone with the spend: the operation waits as if no
-    worker had looked, and OverBudget goes up with the reason. A worker that
-    dies here gives nothing back: its lease runs out instead."""
-    db.execute("BEGIN IMMEDIATE")              # the start and the spend: both or neither
-    try:
-        message = start_next(db, tenant, clock)
-        if message is not None:
-            spend(db, message["inputs"]["amount_cents"], clock)   # check first
-    except BaseException:
-        db.execute("ROLLBACK")                 # over budget: not started, nothing taken
-        raise
-    db.execute("COMMIT")
+    or None if there was nothing to start."""
+    message = start_next(db, tenant, clock)
     if message is None:
         return None
-    charge = None
-    try:
-        charge = deliver(db, provider, message, dead_letters, clock=clock,
-                         deadline=clock() + DEADLINE_SECONDS, **retries)
-    finally:
-        finish(db, message, "done" if charge else "dead")
+    see_through(db, provider, message, clock, **retries)
     return message["id"]
+
+
+def see_through(db, provider, message, clock=time.time, **retries):
+    """Deliver a started operation within its deadline, and end it. Its slot
+    is given back on every way out: done; cancelled; dead, with the reason,
+    for a person; put back to wait, with the reason, when a budget is spent
+    (that reason goes on up too); or dead after an exception nobody expected,
+    which goes on up. A worker that dies here gives nothing back: its lease
+    runs out instead."""
+    # The safe point: if the client asked to cancel and nothing has been
+    # sent for this operation, stop here.
+    if db.execute("UPDATE work SET state = 'cancelled', last_error = 'cancelled by its client'"
+                  " WHERE id = ? AND state = 'running' AND starts = ? AND cancel_asked = 1"
+                  " AND id NOT IN (SELECT id FROM operations)",
+                  (message["id"], message["start"])).rowcount:
+        return
+    try:
+        deliver(db, provider, message, clock=clock, deadline=clock() + DEADLINE_SECONDS,
+                **retries)
+    except Parked as reason:
+        finish(db, message, "dead", str(reason))
+    except (RetryLater, OverBudget) as reason:          # not the operation's fault
+        finish(db, message, "waiting", str(reason), clock() + PUT_BACK_SECONDS)
+        raise
+    except BaseException as error:
+        finish(db, message, "dead", f"{type(error).__name__}: {error}")
+        raise
+    else:
+        finish(db, message, "done")
 
 
 # ---- a provider to practise on
@@ -478,7 +532,7 @@ def replay_o7(clock, db, provider, dead):
     clock.set(1, 12, 2)
     yield clock.stamp(), (f"the queue delivers {o7['id']} again (at least once, as promised);"
                           " W2 takes it")
-    charge = deliver(db, provider, o7, dead, clock=clock)
+    charge = deliver(db, provider, o7, clock=clock)
     yield clock.stamp(), f"W2 records {charge} and acknowledges {o7['id']}"
     yield "", f"the provider saw {provider.calls} calls and made {len(provider.charges)} charge"
 
@@ -486,7 +540,10 @@ def replay_o7(clock, db, provider, dead):
     changed = {"id": o7["id"], "inputs": dict(o7["inputs"], amount_cents=6000)}
     yield clock.stamp(), (f"a message for {changed['id']} arrives again, now for"
                           f" {dollars(changed['inputs']['amount_cents'])}")
-    deliver(db, provider, changed, dead, clock=clock)
+    try:
+        deliver(db, provider, changed, clock=clock)
+    except Parked:
+        dead.append(changed)
     yield clock.stamp(), f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter"
 
     o8 = {"id": operation_id("North", "O8"),
@@ -495,7 +552,7 @@ def replay_o7(clock, db, provider, dead):
     clock.set(2, 14, 0)
     yield clock.stamp(), (f"{o8['id']} is delivered again, 26 hours later: the provider has"
                           " forgotten its key")
-    charge = deliver(db, provider, o8, dead, clock=clock)
+    charge = deliver(db, provider, o8, clock=clock)
     yield clock.stamp(), f"W2 records {charge} and acknowledges {o8['id']}"
     yield "", f"the provider made {len(provider.charges)} charges for 2 operations"
 
@@ -533,7 +590,7 @@ def replay_crash(point):
                                    (o7["id"],)).fetchone()
         print(f"W1 crashes {CRASH_POINTS[point]}; our record: {state}, charge {charge or 'none'}")
     print(f"the queue delivers {o7['id']} again; W2 takes it")
-    charge = deliver(db, provider, o7, [], clock=clock)
+    charge = deliver(db, provider, o7, clock=clock)
     print(f"W2 acknowledges {o7['id']} with charge {charge}")
     calls = f"{provider.calls} call{'s' * (provider.calls > 1)}"
     print(f"the provider saw {calls} and made {len(provider.charges)} charge"
@@ -574,6 +631,13 @@ def show_admission():
     start("North", f"after {clock.now:.0f} s, their leases have run out: ")
 
 
+def why(db, tenant, client_id):
+    """The reason an operation's record keeps: why it is dead, or was put back."""
+    (reason,) = db.execute("SELECT last_error FROM work WHERE id = ?",
+                           (operation_id(tenant, client_id),)).fetchone()
+    return f"; why: {reason}" if reason else ""
+
+
 def show_cancel():
     clock = Clock()
     db, provider = open_db(":memory:"), Provider(clock)
@@ -581,52 +645,61 @@ def show_cancel():
         admit(db, "North", client_id, {"tenant": "North", "invoice": client_id,
                                        "amount_cents": 1000})
     print("the worker runs P1, then P2 while the provider is down; P3 starts; P4 waits")
-    work_one(db, provider, "North", [], clock=clock)
-    work_one(db, Outage(), "North", [], clock=clock, attempts=1)
-    start_next(db, "North", clock)
+    work_one(db, provider, "North", clock=clock)
+    work_one(db, Outage(), "North", clock=clock, attempts=1)
+    p3 = start_next(db, "North", clock)
     for client_id in ("P1", "P2", "P3", "P4"):
         state, charge = status(db, "North", client_id)
-        print(f"status of {client_id}: {state}, charge {charge}")
+        print(f"status of {client_id}: {state}, charge {charge}{why(db, 'North', client_id)}")
     for tenant, client_id in (("North", "P4"), ("North", "P4"), ("North", "P3"),
                               ("North", "P2"), ("North", "P1"), ("North", "P9"),
                               ("South", "P1")):
         print(f"{tenant} cancels {client_id}: {cancel(db, tenant, client_id)}")
+    see_through(db, provider, p3, clock)
+    state, charge = status(db, "North", "P3")
+    print(f"the worker reaches P3's safe point, before the call: {state}, charge {charge}")
 
 
 def show_deadline():
     clock = Clock()
-    db, provider, dead = open_db(":memory:"), Provider(clock), []
+    db, provider = open_db(":memory:"), Provider(clock)
     stalled = Stalled(provider, 600)
     admit(db, "North", "O9", {"tenant": "North", "invoice": 9, "amount_cents": 3000})
     print(f"an operation must be over within {DEADLINE_SECONDS} s;"
           f" today the provider answers after {stalled.seconds} s")
     print(f"W1 starts {operation_id('North', 'O9')} and calls the provider")
-    work_one(db, stalled, "North", dead, clock=clock)
-    print(f"W1 gives its slot back after {clock():g} s; dead letters: {len(dead)}")
+    work_one(db, stalled, "North", clock=clock)
+    print(f"W1 gives its slot back after {clock():g} s")
     state, charge = status(db, "North", "O9")
-    print(f"status of O9: {state}, charge {charge}")
+    print(f"status of O9: {state}, charge {charge}{why(db, 'North', 'O9')}")
 
 
 def show_budget():
     print("the provider is down; 100 charges arrive, one every 0.5 s, each allowed 5 tries")
     for budget_on in (False, True):
-        clock, outage, dead = Clock(), Outage(), []
+        clock, outage, parked, put_back = Clock(), Outage(), 0, 0
         budget = RetryBudget(clock) if budget_on else None
         rng = random.Random(1)
         for number in range(100):
             clock.now = max(clock.now, number * 0.5)
             message = {"id": f"M{number}", "inputs": {"amount_cents": 100}}
-            deliver(open_db(":memory:"), outage, message, dead, sleep=clock.advance,
-                    budget=budget, rng=rng, clock=clock)
+            try:
+                deliver(open_db(":memory:"), outage, message, sleep=clock.advance,
+                        budget=budget, rng=rng, clock=clock)
+            except Parked:
+                parked += 1
+            except RetryLater:
+                put_back += 1
         name = (f"with a {RETRY_RATIO:.0%} retry budget" if budget_on
                 else "without a retry budget")
         print(f"{name}: {outage.calls} calls to the provider,"
-              f" {outage.calls - 100} of them retries; {len(dead)} dead letters")
+              f" {outage.calls - 100} of them retries;"
+              f" {parked} parked for a person, {put_back} put back for later")
 
 
 def show_spend():
     clock = Clock()
-    provider, dead = Provider(clock), []
+    provider = Provider(clock)
     if os.path.exists("spend.db"):
         os.remove("spend.db")                           # each run starts afresh
     workers = {"W1": open_db("spend.db"), "W2": open_db("spend.db")}   # two connections
@@ -645,12 +718,11 @@ def show_spend():
         print(f"{clock.stamp()}  {worker} runs {op_id}"
               f" ({dollars(json.loads(inputs)['amount_cents'])})")
         try:
-            work_one(db, provider, tenant, dead, clock=clock)
+            work_one(db, provider, tenant, clock=clock)
         except OverBudget as refusal:
             print(f"{'':13}refused: {refusal}")
             state, charge = status(db, tenant, op_id.partition("/")[2])
-            print(f"{'':13}status of {op_id}: {state}, charge {charge};"
-                  f" dead letters: {len(dead)}")
+            print(f"{'':13}status of {op_id}: {state}, charge {charge}")
 
 
 def main():

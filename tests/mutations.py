@@ -195,9 +195,9 @@ MISTAKES = [
     # FAIL: test_ex08_the_bank_charges_once_when_one_key_arrives_twice_at_once,
     # test_ex08_a_bank_that_dies_at_any_point_charges_once_when_the_key_comes_again
 
-    Mistake("ex09_charge_worker.py", "start_next starts a running operation whatever its lease", [
-        ("AND (state = 'waiting' OR (state = 'running' AND locked_until < :now))",
-         "AND state IN ('waiting', 'running')")]),
+    Mistake("ex09_charge_worker.py", "start_next takes back a running operation whatever its lease", [
+        ("        WHERE tenant = :tenant AND state = 'running' AND locked_until < :now\n",
+         "        WHERE tenant = :tenant AND state = 'running'\n")]),
     # FAIL: test_ex09_a_dead_workers_slot_comes_back_after_its_lease,
     # test_ex09_admission_limits_each_tenant_on_its_own,
     # test_ex09_a_worker_gives_its_slot_back_on_every_way_out, the admission transcript
@@ -222,19 +222,47 @@ MISTAKES = [
          "               \" ON CONFLICT (id) DO UPDATE SET started_at = excluded.started_at\"")]),
     # FAIL: test_ex09_after_the_key_window_the_worker_reconciles, the o7 transcript
 
-    Mistake("ex09_charge_worker.py", "the start and the spend in two transactions", [
-        ('    db.execute("BEGIN IMMEDIATE")              # the start and the spend: both or neither\n', ""),
-        ('        db.execute("ROLLBACK")                 # over budget: not started, nothing taken\n', ""),
-        ('    db.execute("COMMIT")\n    if message is None:\n', "    if message is None:\n")]),
-    # ERROR: test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing,
-    # test_ex09_a_refusal_by_the_spend_budget_is_not_a_start,
-    # test_ex09_the_spend_budget_is_shared_by_every_tenant, the spend transcript
+    Mistake("ex09_charge_worker.py", "the record and the spend in two transactions", [
+        ('    db.execute("BEGIN IMMEDIATE")\n    try:\n        if db.execute(',
+         '    if True:\n        if db.execute('),
+        ('    except BaseException:\n'
+         '        db.execute("ROLLBACK")          # over budget: nothing written, nothing taken\n'
+         '        raise\n'
+         '    db.execute("COMMIT")\n', "")]),
+    # a refused operation is left recorded as started, its charge unknown. FAIL:
+    # test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing,
+    # test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker, the spend transcript
+
+    Mistake("ex09_charge_worker.py", "every delivery spends the amount again", [
+        ("                      (op_id, digest(inputs), clock())).rowcount:\n",
+         "                      (op_id, digest(inputs), clock())).rowcount or True:\n")]),
+    # FAIL: test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts
+
+    Mistake("ex09_charge_worker.py", "a spent retry budget parks a healthy message", [
+        ('raise RetryLater(f"{failure}; this worker\'s retry budget is spent")',
+         'raise Parked(f"{failure}; this worker\'s retry budget is spent")')]),
+    # FAIL: test_ex09_a_spent_retry_budget_puts_a_healthy_message_back_for_later,
+    # the budget transcript
+
+    Mistake("ex09_charge_worker.py", "no safe point: a cancel request is never checked", [
+        ('    if db.execute("UPDATE work SET state = \'cancelled\', last_error = \'cancelled by its client\'"\n'
+         '                  " WHERE id = ? AND state = \'running\' AND starts = ? AND cancel_asked = 1"',
+         '    if False and db.execute("UPDATE work SET state = \'cancelled\', last_error = \'cancelled by its client\'"\n'
+         '                  " WHERE id = ? AND state = \'running\' AND starts = ? AND cancel_asked = 1"')]),
+    # FAIL: test_ex09_a_running_operation_asked_to_cancel_stops_at_its_safe_point,
+    # the cancel transcript
+
+    Mistake("ex09_charge_worker.py", "a parked operation keeps no reason", [
+        ('        finish(db, message, "dead", str(reason))\n',
+         '        finish(db, message, "dead")\n')]),
+    # FAIL: test_ex09_a_worker_gives_its_slot_back_on_every_way_out, the
+    # cancel and deadline transcripts
 
     Mistake("ex09_charge_worker.py", "finish without the fencing token", [
-        ("WHERE id = ? AND state = 'running' AND starts = ?\",\n"
-         "               (state, message[\"id\"], message[\"start\"]))",
-         "WHERE id = ? AND state = 'running'\",\n"
-         "               (state, message[\"id\"]))")]),
+        ("\" WHERE id = ? AND state = 'running' AND starts = ?\",\n"
+         "               (state, why, not_before, message[\"id\"], message[\"start\"]))",
+         "\" WHERE id = ? AND state = 'running'\",\n"
+         "               (state, why, not_before, message[\"id\"]))")]),
     # FAIL: test_ex09_a_worker_whose_lease_ran_out_cannot_end_the_operation, alone
 
     Mistake("ex09_charge_worker.py", "admission counts, then inserts, in two statements", [
