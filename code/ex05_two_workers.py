@@ -73,7 +73,7 @@ def claim_naive(db):
 
 def claim_atomic(db):
     """Look and mark in one statement. SQLite lets one connection write at a
-    time, so no other worker can look until this one has marked."""
+    time, so no other claim can look until this one has marked."""
     return db.execute("""
         UPDATE jobs SET worker = ?, status = 'running'
         WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id ASC LIMIT 1)
