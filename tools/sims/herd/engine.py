@@ -13,9 +13,9 @@ later, waits as its policy says (herd.py's wait()), reads again and writes
 again, until its write is taken. Every client's first write arrives at
 0 s. The round trip, the base (5 ms) and the cap (2 s) are Brooker's; his
 ceiling starts at twice the base, this one at the base, as everywhere in
-the course. His network's delays vary (a normal law, 10 ms and 2 ms each
-way), which breaks up part of a herd without jitter; here they do not, so
-the clients without jitter stay in step. This engine runs herd.py's
+the course. His network's delays vary (each way, 10 ms on average, with
+a standard deviation of 2 ms), which breaks up part of a herd without
+jitter; here they do not, so the clients without jitter stay in step. This engine runs herd.py's
 contend() and adds what the page draws and the reader's tasks.
 
 The policies, for a client's n-th failure (n = 1, 2, ...), with
