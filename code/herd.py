@@ -1,10 +1,12 @@
-# herd.py: a thundering herd, and the jitter that breaks it up. 100
-# clients each make one write to a resource that takes one writer at a
-# time; a client turned away waits as its policy says, then calls again.
+# herd.py: a thundering herd, and the jitter that breaks it up, after
+# Marc Brooker's simulation. 100 clients each change one shared record
+# once: a client reads the record, and its write, a round trip later, is
+# taken only if nobody else's write was taken since that read. A client
+# turned away waits as its policy says, then reads and writes again.
 # Time is simulated: the program runs in a blink, and a seed repeats it.
 #
 # Run it:   python3 herd.py                (every policy, 100 clients)
-#           python3 herd.py --cap 0.01     (a smaller cap)
+#           python3 herd.py --cap 0.05     (a smaller cap)
 #           python3 herd.py --clients 20 --seed 7
 
 import argparse
@@ -12,8 +14,7 @@ import collections
 import heapq
 import random
 
-WRITE_SECONDS = 0.001            # a write holds the resource this long
-ROUND_TRIP_SECONDS = 0.001       # from a call to its answer, yes or no
+ROUND_TRIP_SECONDS = 0.020       # a message there and back, 10 ms each way
 POLICIES = {"none": "no backoff", "exponential": "exponential, no jitter",
             "full": "full jitter", "equal": "equal jitter",
             "decorrelated": "decorrelated jitter"}
@@ -34,32 +35,35 @@ def wait(policy, failures, last, base, cap, dice):
     return min(cap, dice.uniform(base, last * 3))        # decorrelated
 
 
-def contend(policy, clients=100, base=0.001, cap=1.0, seed=1):
-    """Every call, in the order made: (time, client, taken)."""
+def contend(policy, clients=100, base=0.005, cap=2.0, seed=1):
+    """Every write, in the order it arrived: (time, client, taken)."""
     dice = random.Random(seed)
-    due = [(0.0, client) for client in range(clients)]   # all call at once
+    due = [(0.0, client) for client in range(clients)]   # all first writes at once
     failures = [0] * clients
     last = [base] * clients
-    free_at = 0.0                # when the write in progress ends
+    written_at = -1.0            # when a write was last taken: none yet
     calls = []
     while due:
-        now, client = heapq.heappop(due)                 # the earliest call next
-        taken = now >= free_at
+        now, client = heapq.heappop(due)                 # the earliest write next
+        read_at = now - ROUND_TRIP_SECONDS               # when this client read
+        taken = written_at < read_at                     # nobody wrote since
         calls.append((now, client, taken))
         if taken:
-            free_at = now + WRITE_SECONDS
+            written_at = now
         else:
             failures[client] += 1
             last[client] = wait(policy, failures[client], last[client], base, cap, dice)
-            heapq.heappush(due, (now + ROUND_TRIP_SECONDS + last[client], client))
+            # half a round trip to hear no, the wait, half to read again,
+            # and a whole round trip more until the next write arrives
+            heapq.heappush(due, (now + last[client] + 2 * ROUND_TRIP_SECONDS, client))
     return calls
 
 
 def summary(calls):
-    """How many calls; when the last write ended; and in step: the most
-    calls made at one instant after the first."""
+    """How many writes were sent; when the last was taken; and in step: the
+    most sent at one instant after the first."""
     at_once = collections.Counter(time for time, _, _ in calls if time > 0)
-    end = max(time for time, _, taken in calls if taken) + WRITE_SECONDS
+    end = max(time for time, _, taken in calls if taken)
     return {"calls": len(calls), "seconds": end, "in_step": max(at_once.values(), default=0)}
 
 
@@ -82,8 +86,8 @@ def print_table(runs):
 def main():
     parser = argparse.ArgumentParser(description="Clients that back off, with and without jitter.")
     parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--base", type=float, default=0.001, help="first wait, in seconds")
-    parser.add_argument("--cap", type=float, default=1.0, help="longest wait, in seconds")
+    parser.add_argument("--base", type=float, default=0.005, help="first wait, in seconds")
+    parser.add_argument("--cap", type=float, default=2.0, help="longest wait, in seconds")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     print_table({policy: summary(contend(policy, args.clients, args.base, args.cap, args.seed))

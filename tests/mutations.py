@@ -169,9 +169,10 @@ MISTAKES = [
         ("        return dice.uniform(0, ceiling)\n", "        return ceiling\n")]),
     # full jitter becomes exponential backoff: 5,050 calls, 99 in step. FAIL: the transcript
 
-    Mistake("herd.py", "a resource that lets a call in while a write is in progress", [
-        ("        taken = now >= free_at", "        taken = now + WRITE_SECONDS >= free_at")]),
-    # two writers at once: fewer calls than the transcript shows. FAIL: the transcript
+    Mistake("herd.py", "a write taken though another was taken since its read", [
+        ("        taken = written_at < read_at", "        taken = written_at < now")]),
+    # only writes at the same instant clash: far fewer calls with jitter than the
+    # transcript shows. FAIL: the transcript
 
     Mistake("ex08_idempotency.py", "the key names the account, not the order", [
         ('key = f"charge-for-order-{order_id}"', 'key = f"charge-for-{account}"')]),
