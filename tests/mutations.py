@@ -272,7 +272,9 @@ MISTAKES = [
     Mistake("capstone/tinyq.py", "no burying: a job that kills its worker is claimed for ever", [
         ('            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})\n', "")]),
     Mistake("capstone/tinyq.py", "one attempt too many before a failing job is dead", [
-        ("        if job.attempts >= self.max_attempts:", "        if job.attempts > self.max_attempts:")]),
+        ("or job.attempts >= self.max_attempts:", "or job.attempts > self.max_attempts:")]),
+    Mistake("capstone/tinyq.py", "a permanent failure retried like any other", [
+        ("if isinstance(error, Permanent) or job.attempts", "if job.attempts")]),
     Mistake("capstone/tinyq.py", "a backoff without jitter: every retry waits the whole ceiling", [
         ("        return self.rng.uniform(0, ceiling)", "        return ceiling")]),
     Mistake("capstone/world.py", "a key reused with another amount gets the first charge's answer", [
@@ -285,6 +287,14 @@ MISTAKES = [
         yield''')]),
     Mistake("capstone/shop.py", "an email key that changes with every attempt", [
         ("key=f\"welcome-{job.args['customer']}\")", "key=f\"welcome-{job.args['customer']}-{job.attempts}\")")]),
+    Mistake("capstone/shop.py", "a key the bank refuses, retried as if the network lost it", [
+        ("""\
+        except KeyReused as error:
+            raise tinyq.Permanent(error) from error
+        maybe_crash("after the charge, before the ack")""", """\
+        except KeyReused as error:
+            raise
+        maybe_crash("after the charge, before the ack")""")]),
     Mistake("capstone/shop.py", "a fee key made from the claim's token", [
         ("key=f\"fee-{job.args['customer']}\")", "key=f\"fee-{job.token}\")")]),
     Mistake("capstone/shop.py", "a signup of separate statements instead of one transaction", [

@@ -353,6 +353,40 @@ def test_a_job_dies_after_max_attempts(make_queue, clock):
     assert queue.work_one() is False         # the dead stay dead
 
 
+def test_a_permanent_failure_is_dead_at_once(queue, clock):
+    """A handler that raises tinyq.Permanent fails its job for good: dead
+    after one attempt, with its error kept, and never claimed again."""
+    job_id = queue.enqueue("email", {"to": "nobody"})
+
+    @queue.handler("email")
+    def send(job):
+        raise tinyq.Permanent("no such address")
+
+    assert queue.work_one() is True
+    assert row(queue, job_id)[:2] == ("dead", 1)
+    assert row(queue, job_id)[4] == "Permanent: no such address"
+    clock.now += 1000
+    assert queue.work_one() is False
+
+
+def test_an_error_raised_again_as_permanent_keeps_its_words(queue):
+    """`raise tinyq.Permanent(error) from error` turns another error into a
+    permanent one: the job is dead at once, and last_error says what the
+    other error said."""
+    job_id = queue.enqueue("charge", {})
+
+    @queue.handler("charge")
+    def charge(job):
+        try:
+            raise LookupError("bank: key fee-7 was first used with other inputs")
+        except LookupError as error:
+            raise tinyq.Permanent(error) from error
+
+    assert queue.work_one() is True
+    assert row(queue, job_id)[:2] == ("dead", 1)
+    assert row(queue, job_id)[4] == "Permanent: bank: key fee-7 was first used with other inputs"
+
+
 def test_an_unknown_kind_is_a_failure(queue):
     job_id = queue.enqueue("nobody_handles_this", {})
     assert queue.work_one()
@@ -414,7 +448,7 @@ def test_complete_after_losing_the_lease_writes_nothing(make_queue, clock):
     assert (status, attempts, locked_by) == ("running", 2, taken[0].token)
 
 
-@pytest.mark.parametrize("outcome", ["returns", "raises"])
+@pytest.mark.parametrize("outcome", ["returns", "raises", "fails for good"])
 def test_a_late_finish_leaves_the_new_owner_alone(make_queue, clock, outcome):
     mine = make_queue(seed=1, lease=30)
     theirs = make_queue(seed=2, lease=30)
@@ -427,6 +461,8 @@ def test_a_late_finish_leaves_the_new_owner_alone(make_queue, clock, outcome):
         taken.append(theirs.claim())
         if outcome == "raises":
             raise ConnectionError("too late anyway")
+        if outcome == "fails for good":
+            raise tinyq.Permanent("too late to bury it")
 
     assert mine.work_one() is True            # it moves on: no exception, no retry
     status, attempts, _, locked_by, last_error = row(mine, job_id)

@@ -1,8 +1,9 @@
 # tinyq: the whole course in one small library. A job queue in a SQLite
 # file, with leases (a claim runs out; a heartbeat extends it), fencing
-# tokens, retries (backoff with full jitter, then dead), producer
-# idempotency keys (unique_key), and Job.complete(), which commits a
-# handler's own writes together with the job's `done`.
+# tokens, retries (backoff with full jitter, then dead; a Permanent error
+# is dead at once), producer idempotency keys (unique_key), and
+# Job.complete(), which commits a handler's own writes together with the
+# job's `done`.
 #
 # Use it:   import tinyq
 #           queue = tinyq.Queue("shop.db")
@@ -74,6 +75,13 @@ RETURNING id, kind, args, attempts, token
 class LeaseLost(Exception):
     """Our lease ran out and the job was claimed again, or buried: it is not
     ours any more."""
+
+
+class Permanent(Exception):
+    """Raised by a handler: the job has failed for good, and is dead at once.
+    For an error that every retry would meet again (a rejection, not bad
+    luck): `raise tinyq.Permanent("why")`, or `raise tinyq.Permanent(error)
+    from error` to keep another error's words."""
 
 
 class Job:
@@ -222,9 +230,10 @@ class Queue:
             raise LeaseLost(f"job {job.id}: the lease ran out and the job is not ours now")
 
     def fail(self, job, error):
-        """Queue the job again after a backoff, or bury it after max_attempts."""
+        """Queue the job again after a backoff, or bury it: at once if the
+        error is Permanent, else after max_attempts."""
         message = f"{type(error).__name__}: {error}"
-        if job.attempts >= self.max_attempts:
+        if isinstance(error, Permanent) or job.attempts >= self.max_attempts:
             self.finish(job, "dead", message)
         else:
             self.finish(job, "queued", message, self.clock() + self.backoff(job.attempts))

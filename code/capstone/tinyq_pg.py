@@ -20,7 +20,9 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 import tinyq
-from tinyq import LeaseLost          # one exception: `except tinyq.LeaseLost` catches ours
+# tinyq's own exceptions, not copies: `except tinyq.LeaseLost` catches ours,
+# and a handler may raise tinyq_pg.Permanent as it would tinyq.Permanent.
+from tinyq import LeaseLost, Permanent
 
 CHANNEL = "tinyq_jobs"           # what enqueue() notifies and idle workers listen on
 
