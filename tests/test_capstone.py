@@ -394,6 +394,15 @@ def test_an_unknown_kind_is_a_failure(queue):
     assert "KeyError" in row(queue, job_id)[4]
 
 
+def test_wait_returns_after_the_seconds_it_is_given(queue):
+    """A worker with nothing to do calls wait(seconds): with no job
+    enqueued, it returns once those seconds have passed, and not long
+    after."""
+    started = time.monotonic()
+    queue.wait(seconds=0.3)
+    assert 0.25 <= time.monotonic() - started < 10
+
+
 def test_a_handler_that_returns_marks_the_job_done(queue):
     job_id = queue.enqueue("email", {})
     seen = []

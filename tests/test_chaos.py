@@ -226,6 +226,44 @@ def test_a_signup_that_fails_halfway_leaves_no_customer_and_no_job(folder):
     assert output.splitlines() == ["signup failed: the disk is full", "customers 0", "jobs 0"]
 
 
+# chaos.py's work() on a queue whose one job is not due yet: each time the
+# worker finds nothing to claim, the queue's wait() is called, and noted.
+IDLE_WORKER = '''
+import chaos
+import shop
+import tinyq
+
+waits = []
+waited = tinyq.Queue.wait
+
+
+def wait(queue, seconds):
+    waits.append(seconds)
+    waited(queue, seconds)
+
+
+tinyq.Queue.wait = wait
+queue = shop.open_shop()
+queue.enqueue("loyalty_points", {"customer": 1, "email": "ann@example.com"}, delay=0.5)
+chaos.work(shop.SHOP_DB, 1, 0.0)
+print("waits:", len(waits) > 0, set(waits) == {chaos.POLL_SECONDS})
+print("jobs:", queue.counts())
+'''
+
+
+@on_chaos
+def test_an_idle_worker_waits_in_the_queues_wait(folder):
+    """While its one job waits to be due, work() calls queue.wait() with
+    POLL_SECONDS (PostgreSQL's wait listens for NOTIFY there; SQLite's
+    sleeps), then does the job and returns."""
+    (folder / "capstone" / "idle.py").write_text(IDLE_WORKER)
+    status, output = sandbox.run("python3 idle.py", folder / "capstone")
+    assert status == 0, output
+    assert output.splitlines() == [
+        "waits: True True",
+        "jobs: {'queued': 0, 'running': 0, 'done': 1, 'dead': 0}"], output
+
+
 # A fee whose key the bank has seen before, with another amount: the bank
 # refuses it (KeyReused), and would refuse every retry alike.
 KEY_REUSED = '''

@@ -210,6 +210,11 @@ class Queue:
         job_id, kind, args, attempts, token = rows[0]
         return Job(self, job_id, kind, json.loads(args), attempts, token)
 
+    def wait(self, seconds):
+        """What a worker does when claim() found nothing: wait, then look
+        again. Here, simply sleep: a file cannot tell us when a job arrives."""
+        time.sleep(seconds)
+
     def backoff(self, attempts):
         """Seconds to wait after failed attempt number `attempts` (1, 2, ...):
         full jitter, a random time up to a ceiling that doubles up to the cap."""
