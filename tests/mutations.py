@@ -295,6 +295,8 @@ MISTAKES = [
         except KeyReused as error:
             raise
         maybe_crash("after the charge, before the ack")""")]),
+    Mistake("capstone/shop.py", "an email without UNIQUE: a double-clicked signup makes two customers", [
+        ("                email   TEXT NOT NULL UNIQUE,", "                email   TEXT NOT NULL,")]),
     Mistake("capstone/shop.py", "a fee key made from the claim's token", [
         ("key=f\"fee-{job.args['customer']}\")", "key=f\"fee-{job.token}\")")]),
     Mistake("capstone/shop.py", "a signup of separate statements instead of one transaction", [
@@ -304,6 +306,8 @@ MISTAKES = [
         ("            elif got != owed:", "            elif got > owed:")]),
     Mistake("capstone/chaos.py", "a supervisor that does not restart a crashed worker", [
         ("                running.append(start_worker(seed, chaos))\n", "")]),
+    Mistake("capstone/chaos.py", "an idle worker that sleeps instead of calling the queue's wait()", [
+        ("        queue.wait(POLL_SECONDS)", "        time.sleep(POLL_SECONDS)")]),
     Mistake("capstone/chaos.py", "a worker that quits when no job is due, leaving retries behind", [
         ('''        counts = queue.counts()
         if counts["queued"] + counts["running"] == 0:

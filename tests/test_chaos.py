@@ -226,6 +226,36 @@ def test_a_signup_that_fails_halfway_leaves_no_customer_and_no_job(folder):
     assert output.splitlines() == ["signup failed: the disk is full", "customers 0", "jobs 0"]
 
 
+# A "Sign up" button clicked twice: the same email signs up twice.
+DOUBLE_CLICK = '''
+import sqlite3
+import shop
+
+queue = shop.open_shop()
+shop.signup(queue, "ann@example.com")
+try:
+    shop.signup(queue, "ann@example.com")
+    print("second signup returned")
+except sqlite3.IntegrityError as error:
+    print("second signup failed:", error)
+for table in ("customers", "jobs"):
+    print(table, queue.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+'''
+
+
+@on_shop
+def test_a_double_clicked_signup_makes_one_customer_and_three_jobs(folder):
+    """The second signup with the same email breaks the UNIQUE constraint on
+    customers.email, and the error rolls its whole transaction back: one
+    customer, three jobs, with no unique_key needed."""
+    (folder / "capstone" / "twice.py").write_text(DOUBLE_CLICK)
+    status, output = sandbox.run("python3 twice.py", folder / "capstone")
+    assert status == 0, output
+    assert output.splitlines() == [
+        "second signup failed: UNIQUE constraint failed: customers.email",
+        "customers 1", "jobs 3"], output
+
+
 # chaos.py's work() on a queue whose one job is not due yet: each time the
 # worker finds nothing to claim, the queue's wait() is called, and noted.
 IDLE_WORKER = '''
