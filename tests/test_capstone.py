@@ -271,6 +271,20 @@ def test_a_poison_job_does_not_keep_other_due_jobs_waiting(make_queue, clock):
     assert row(queue, poison)[:2] == ("dead", 3)
 
 
+def test_a_job_whose_worker_died_comes_before_a_backlog(make_queue, clock):
+    """Expired leases are claimed first: a job whose worker died is taken
+    up again at once, even before a job that was due before it was first
+    claimed."""
+    queue = make_queue(lease=10)
+    lost = queue.enqueue("email", {"to": "ann"})
+    backlog = [queue.enqueue("email", {"n": n}, delay=0.5) for n in range(3)]
+    clock.now += 1                           # the backlog is due; ann is due first
+    assert queue.claim().id == lost          # ...and her worker dies
+    clock.now += 11
+    assert queue.claim().id == lost
+    assert [queue.claim().id for _ in backlog] == backlog
+
+
 def test_a_heartbeat_keeps_the_lease(make_queue, clock):
     mine = make_queue(lease=30)
     theirs = make_queue(lease=30)

@@ -140,7 +140,8 @@ def report(queue, world, customers, crashes, elapsed):
     elif parked:
         print("AUDIT PASSED: nothing done twice, nothing missing from a done job")
     else:
-        print(f"AUDIT PASSED: {counted(customers, 'customer')}, each with 1 email,"
+        each = "with" if customers == 1 else "each with"
+        print(f"AUDIT PASSED: {counted(customers, 'customer')}, {each} 1 email,"
               f" $5.00 paid and 10 points")
     if parked:
         print(f"parked for a person: {counted(len(parked), 'dead job')};"

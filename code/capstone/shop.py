@@ -18,7 +18,8 @@ WELCOME = "Welcome to the shop!"
 FEE_CENTS = 500
 POINTS = 10
 LEASE_SECONDS = 0.5              # each job takes a few milliseconds
-MAX_ATTEMPTS = 25                # claims, then dead (Sidekiq: 1 + 25 retries)
+MAX_ATTEMPTS = 25                # claims, then dead: 1 + 24 retries (Sidekiq
+                                 # retries 25 times by default: 26 runs)
 BACKOFF_BASE = 0.01
 BACKOFF_CAP = 0.5
 CRASHED = 3                      # the exit status of a worker maybe_crash() killed

@@ -53,9 +53,10 @@ UPDATE jobs SET status = 'dead',
 WHERE status = 'running' AND locked_until < :now AND attempts >= :max_attempts
 """
 
-# Expired leases come first: those jobs were claimed before anything still
-# queued became due. Two subqueries, not one with OR, because each can stop
-# at its index's first entry; an OR would sort every due job to find one.
+# Expired leases come first, so that a job whose worker died is taken up
+# again at once, not left behind a backlog of queued jobs. Two subqueries,
+# not one with OR, because each can stop at its index's first entry; an OR
+# would sort every due job to find one.
 # The token grows by one at every claim of the job, so each claim holds a
 # larger token than every claim before it. It is not `attempts`: a person
 # who replays a dead job may set its attempts back to 0, but a token must
