@@ -266,6 +266,16 @@ MISTAKES = [
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
         ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
          "    (SELECT id FROM jobs WHERE status = 'running'\n")]),
+    Mistake("capstone/tinyq.py", "a claim that serves queued jobs before a dead worker's job", [
+        ("""\
+    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+     ORDER BY locked_until LIMIT 1),
+    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+     ORDER BY run_at, id LIMIT 1))""", """\
+    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+     ORDER BY run_at, id LIMIT 1),
+    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+     ORDER BY locked_until LIMIT 1))""")]),
     Mistake("capstone/tinyq.py", "a token that is not raised at each claim", [
         ("UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,",
          "UPDATE jobs SET status = 'running', attempts = attempts + 1,")]),
@@ -305,7 +315,7 @@ MISTAKES = [
     Mistake("capstone/chaos.py", "an audit that looks only for duplicates, never for what is missing", [
         ("            elif got != owed:", "            elif got > owed:")]),
     Mistake("capstone/chaos.py", "a supervisor that does not restart a crashed worker", [
-        ("                running.append(start_worker(seed, chaos))\n", "")]),
+        ("                running.append(start_worker(database, seed, chaos))\n", "")]),
     Mistake("capstone/chaos.py", "an idle worker that sleeps instead of calling the queue's wait()", [
         ("        queue.wait(POLL_SECONDS)", "        time.sleep(POLL_SECONDS)")]),
     Mistake("capstone/chaos.py", "a worker that quits when no job is due, leaving retries behind", [
