@@ -295,13 +295,25 @@ MISTAKES = [
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
         ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
          "    (SELECT id FROM jobs WHERE status = 'running'\n")]),
+    Mistake("capstone/tinyq.py", "a claim that serves queued jobs before a dead worker's job", [
+        ("""\
+    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+     ORDER BY locked_until LIMIT 1),
+    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+     ORDER BY run_at, id LIMIT 1))""", """\
+    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+     ORDER BY run_at, id LIMIT 1),
+    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+     ORDER BY locked_until LIMIT 1))""")]),
     Mistake("capstone/tinyq.py", "a token that is not raised at each claim", [
         ("UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,",
          "UPDATE jobs SET status = 'running', attempts = attempts + 1,")]),
     Mistake("capstone/tinyq.py", "no burying: a job that kills its worker is claimed for ever", [
         ('            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})\n', "")]),
     Mistake("capstone/tinyq.py", "one attempt too many before a failing job is dead", [
-        ("        if job.attempts >= self.max_attempts:", "        if job.attempts > self.max_attempts:")]),
+        ("or job.attempts >= self.max_attempts:", "or job.attempts > self.max_attempts:")]),
+    Mistake("capstone/tinyq.py", "a permanent failure retried like any other", [
+        ("if isinstance(error, Permanent) or job.attempts", "if job.attempts")]),
     Mistake("capstone/tinyq.py", "a backoff without jitter: every retry waits the whole ceiling", [
         ("        return self.rng.uniform(0, ceiling)", "        return ceiling")]),
     Mistake("capstone/world.py", "a key reused with another amount gets the first charge's answer", [
@@ -314,6 +326,16 @@ MISTAKES = [
         yield''')]),
     Mistake("capstone/shop.py", "an email key that changes with every attempt", [
         ("key=f\"welcome-{job.args['customer']}\")", "key=f\"welcome-{job.args['customer']}-{job.attempts}\")")]),
+    Mistake("capstone/shop.py", "a key the bank refuses, retried as if the network lost it", [
+        ("""\
+        except KeyReused as error:
+            raise tinyq.Permanent(error) from error
+        maybe_crash("after the charge, before the ack")""", """\
+        except KeyReused as error:
+            raise
+        maybe_crash("after the charge, before the ack")""")]),
+    Mistake("capstone/shop.py", "an email without UNIQUE: a double-clicked signup makes two customers", [
+        ("                email   TEXT NOT NULL UNIQUE,", "                email   TEXT NOT NULL,")]),
     Mistake("capstone/shop.py", "a fee key made from the claim's token", [
         ("key=f\"fee-{job.args['customer']}\")", "key=f\"fee-{job.token}\")")]),
     Mistake("capstone/shop.py", "a signup of separate statements instead of one transaction", [
@@ -322,7 +344,9 @@ MISTAKES = [
     Mistake("capstone/chaos.py", "an audit that looks only for duplicates, never for what is missing", [
         ("            elif got != owed:", "            elif got > owed:")]),
     Mistake("capstone/chaos.py", "a supervisor that does not restart a crashed worker", [
-        ("                running.append(start_worker(seed, chaos))\n", "")]),
+        ("                running.append(start_worker(database, seed, chaos))\n", "")]),
+    Mistake("capstone/chaos.py", "an idle worker that sleeps instead of calling the queue's wait()", [
+        ("        queue.wait(POLL_SECONDS)", "        time.sleep(POLL_SECONDS)")]),
     Mistake("capstone/chaos.py", "a worker that quits when no job is due, leaving retries behind", [
         ('''        counts = queue.counts()
         if counts["queued"] + counts["running"] == 0:

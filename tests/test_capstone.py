@@ -271,6 +271,20 @@ def test_a_poison_job_does_not_keep_other_due_jobs_waiting(make_queue, clock):
     assert row(queue, poison)[:2] == ("dead", 3)
 
 
+def test_a_job_whose_worker_died_comes_before_a_backlog(make_queue, clock):
+    """Expired leases are claimed first: a job whose worker died is taken
+    up again at once, even before a job that was due before it was first
+    claimed."""
+    queue = make_queue(lease=10)
+    lost = queue.enqueue("email", {"to": "ann"})
+    backlog = [queue.enqueue("email", {"n": n}, delay=0.5) for n in range(3)]
+    clock.now += 1                           # the backlog is due; ann is due first
+    assert queue.claim().id == lost          # ...and her worker dies
+    clock.now += 11
+    assert queue.claim().id == lost
+    assert [queue.claim().id for _ in backlog] == backlog
+
+
 def test_a_heartbeat_keeps_the_lease(make_queue, clock):
     mine = make_queue(lease=30)
     theirs = make_queue(lease=30)
@@ -353,11 +367,54 @@ def test_a_job_dies_after_max_attempts(make_queue, clock):
     assert queue.work_one() is False         # the dead stay dead
 
 
+def test_a_permanent_failure_is_dead_at_once(queue, clock):
+    """A handler that raises tinyq.Permanent fails its job for good: dead
+    after one attempt, with its error kept, and never claimed again."""
+    job_id = queue.enqueue("email", {"to": "nobody"})
+
+    @queue.handler("email")
+    def send(job):
+        raise tinyq.Permanent("no such address")
+
+    assert queue.work_one() is True
+    assert row(queue, job_id)[:2] == ("dead", 1)
+    assert row(queue, job_id)[4] == "Permanent: no such address"
+    clock.now += 1000
+    assert queue.work_one() is False
+
+
+def test_an_error_raised_again_as_permanent_keeps_its_words(queue):
+    """`raise tinyq.Permanent(error) from error` turns another error into a
+    permanent one: the job is dead at once, and last_error says what the
+    other error said."""
+    job_id = queue.enqueue("charge", {})
+
+    @queue.handler("charge")
+    def charge(job):
+        try:
+            raise LookupError("bank: key fee-7 was first used with other inputs")
+        except LookupError as error:
+            raise tinyq.Permanent(error) from error
+
+    assert queue.work_one() is True
+    assert row(queue, job_id)[:2] == ("dead", 1)
+    assert row(queue, job_id)[4] == "Permanent: bank: key fee-7 was first used with other inputs"
+
+
 def test_an_unknown_kind_is_a_failure(queue):
     job_id = queue.enqueue("nobody_handles_this", {})
     assert queue.work_one()
     assert row(queue, job_id)[0] == "queued"
     assert "KeyError" in row(queue, job_id)[4]
+
+
+def test_wait_returns_after_the_seconds_it_is_given(queue):
+    """A worker with nothing to do calls wait(seconds): with no job
+    enqueued, it returns once those seconds have passed, and not long
+    after."""
+    started = time.monotonic()
+    queue.wait(seconds=0.3)
+    assert 0.25 <= time.monotonic() - started < 10
 
 
 def test_a_handler_that_returns_marks_the_job_done(queue):
@@ -414,7 +471,7 @@ def test_complete_after_losing_the_lease_writes_nothing(make_queue, clock):
     assert (status, attempts, locked_by) == ("running", 2, taken[0].token)
 
 
-@pytest.mark.parametrize("outcome", ["returns", "raises"])
+@pytest.mark.parametrize("outcome", ["returns", "raises", "fails for good"])
 def test_a_late_finish_leaves_the_new_owner_alone(make_queue, clock, outcome):
     mine = make_queue(seed=1, lease=30)
     theirs = make_queue(seed=2, lease=30)
@@ -427,6 +484,8 @@ def test_a_late_finish_leaves_the_new_owner_alone(make_queue, clock, outcome):
         taken.append(theirs.claim())
         if outcome == "raises":
             raise ConnectionError("too late anyway")
+        if outcome == "fails for good":
+            raise tinyq.Permanent("too late to bury it")
 
     assert mine.work_one() is True            # it moves on: no exception, no retry
     status, attempts, _, locked_by, last_error = row(mine, job_id)

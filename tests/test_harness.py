@@ -571,6 +571,17 @@ def test_a_session_belongs_to_the_exercise_it_names():
     assert [catalogue.exercise_of(block) for block in blocks] == ["ex97_queue.py"] * 3 + [None]
 
 
+def test_a_command_that_imports_tinyq_belongs_to_the_capstone_library():
+    """A one-line Python command that imports tinyq (Chapter 9's unique_key
+    drill) is graded for capstone/tinyq.py; tinyq_pg.py stays the lab's."""
+    text, _ = guide_text(("console", "$ cd capstone\n$ python3 -c \"import tinyq; print(1)\"\n1\n"),
+                         ("console", "$ python3 -c \"import tinyq_pg\"\n"),
+                         ("console", "$ python3 chaos.py\n"))
+    blocks = [region.parsed for region in sessions.parse_console_blocks(Document(text, "guide.md"))]
+    assert [catalogue.exercise_of(block) for block in blocks] == [
+        "capstone/tinyq.py", None, "capstone/chaos.py"]
+
+
 # ---------------------------------------------------------------- grading a WORK folder
 
 def grade(work, *tests):
@@ -611,10 +622,10 @@ def test_a_copy_of_the_reference_passes(tmp_path):
     shutil.copytree(CODE, tmp_path / "mine")
     status, verdicts, output, results = grade(tmp_path / "mine", "guide.md")
     assert status == 0, output
-    # tinyq, world and shop have no transcript of their own: their tests are
-    # the claims tests, which this run leaves out. (tinyq_pg.py's transcript
-    # is chaos.py's, run on PostgreSQL.)
-    assert verdicts == [(name, "NOT RUN" if name in catalogue.CAPSTONE[:3] else "PASS")
+    # world and shop have no transcript of their own: their tests are the
+    # claims tests, which this run leaves out. (tinyq.py's is Chapter 9's
+    # unique_key drill; tinyq_pg.py's is chaos.py's, run on PostgreSQL.)
+    assert verdicts == [(name, "NOT RUN" if name in catalogue.CAPSTONE[1:3] else "PASS")
                         for name in EXERCISES], output
     assert results["console_blocks"] == len([b for b in guide.read_guide(catalogue.GUIDE)
                                              if "console" in b.classes])

@@ -91,7 +91,7 @@ def test_many_workers_at_once_never_claim_the_same_job(make_queue):
 
 def waited(queue, poll):
     started = time.monotonic()
-    queue.wait(poll)
+    queue.wait(seconds=poll)
     return time.monotonic() - started
 
 

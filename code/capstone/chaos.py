@@ -23,7 +23,7 @@ import time
 import shop
 
 TIME_LIMIT_SECONDS = 60          # a run that takes longer than this is stuck
-POLL_SECONDS = 0.05            # how often an idle worker looks again
+POLL_SECONDS = 0.05              # the longest an idle worker waits before it looks again
 
 
 def work(database, seed, chaos):
@@ -35,7 +35,7 @@ def work(database, seed, chaos):
         counts = queue.counts()
         if counts["queued"] + counts["running"] == 0:
             return
-        time.sleep(POLL_SECONDS)  # jobs waiting for their backoff or a lease
+        queue.wait(POLL_SECONDS)  # jobs waiting for their backoff or a lease
 
 
 def start_worker(database, seed, chaos):
@@ -140,7 +140,8 @@ def report(queue, world, customers, crashes, elapsed):
     elif parked:
         print("AUDIT PASSED: nothing done twice, nothing missing from a done job")
     else:
-        print(f"AUDIT PASSED: {counted(customers, 'customer')}, each with 1 email,"
+        each = "with" if customers == 1 else "each with"
+        print(f"AUDIT PASSED: {counted(customers, 'customer')}, {each} 1 email,"
               f" $5.00 paid and 10 points")
     if parked:
         print(f"parked for a person: {counted(len(parked), 'dead job')};"

@@ -2,14 +2,15 @@
 # their three jobs in one transaction. The jobs: a welcome email and a $5
 # signup fee (effects in world.py, protected by idempotency keys), and 10
 # loyalty points (a write to the shop's own database, protected by
-# Job.complete()). maybe_crash() may kill the worker at every dangerous
-# moment; chaos.py sets how likely that is.
+# Job.complete()). A key the world refuses (KeyReused) fails its job for
+# good. maybe_crash() may kill the worker at every dangerous moment;
+# chaos.py sets how likely that is.
 
 import os
 import random
 
 import tinyq
-from world import World
+from world import KeyReused, World
 
 SHOP_DB = "shop.db"              # or a postgresql:// URL, in Chapter 11's lab
 WORLD_DB = "world.db"
@@ -17,7 +18,8 @@ WELCOME = "Welcome to the shop!"
 FEE_CENTS = 500
 POINTS = 10
 LEASE_SECONDS = 0.5              # each job takes a few milliseconds
-MAX_ATTEMPTS = 25                # claims, then dead (Sidekiq: 1 + 25 retries)
+MAX_ATTEMPTS = 25                # claims, then dead: 1 + 24 retries (Sidekiq
+                                 # retries 25 times by default: 26 runs)
 BACKOFF_BASE = 0.01
 BACKOFF_CAP = 0.5
 CRASHED = 3                      # the exit status of a worker maybe_crash() killed
@@ -84,14 +86,20 @@ def open_shop(chaos=0.0, seed=0, database=SHOP_DB):
     def welcome_email(job):
         roll_dice(job)
         maybe_crash("before the email")
-        world.send_email(job.args["email"], WELCOME, key=f"welcome-{job.args['customer']}")
+        try:
+            world.send_email(job.args["email"], WELCOME, key=f"welcome-{job.args['customer']}")
+        except KeyReused as error:        # refused, and every retry would be too
+            raise tinyq.Permanent(error) from error
         maybe_crash("after the email, before the ack")
 
     @queue.handler("signup_fee")
     def signup_fee(job):
         roll_dice(job)
         maybe_crash("before the charge")
-        world.charge(job.args["customer"], FEE_CENTS, key=f"fee-{job.args['customer']}")
+        try:
+            world.charge(job.args["customer"], FEE_CENTS, key=f"fee-{job.args['customer']}")
+        except KeyReused as error:
+            raise tinyq.Permanent(error) from error
         maybe_crash("after the charge, before the ack")
 
     @queue.handler("loyalty_points")

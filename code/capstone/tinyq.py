@@ -1,8 +1,9 @@
 # tinyq: the whole course in one small library. A job queue in a SQLite
 # file, with leases (a claim runs out; a heartbeat extends it), fencing
-# tokens, retries (backoff with full jitter, then dead), producer
-# idempotency keys (unique_key), and Job.complete(), which commits a
-# handler's own writes together with the job's `done`.
+# tokens, retries (backoff with full jitter, then dead; a Permanent error
+# is dead at once), producer idempotency keys (unique_key), and
+# Job.complete(), which commits a handler's own writes together with the
+# job's `done`.
 #
 # Use it:   import tinyq
 #           queue = tinyq.Queue("shop.db")
@@ -52,9 +53,10 @@ UPDATE jobs SET status = 'dead',
 WHERE status = 'running' AND locked_until < :now AND attempts >= :max_attempts
 """
 
-# Expired leases come first: those jobs were claimed before anything still
-# queued became due. Two subqueries, not one with OR, because each can stop
-# at its index's first entry; an OR would sort every due job to find one.
+# Expired leases come first, so that a job whose worker died is taken up
+# again at once, not left behind a backlog of queued jobs. Two subqueries,
+# not one with OR, because each can stop at its index's first entry; an OR
+# would sort every due job to find one.
 # The token grows by one at every claim of the job, so each claim holds a
 # larger token than every claim before it. It is not `attempts`: a person
 # who replays a dead job may set its attempts back to 0, but a token must
@@ -74,6 +76,13 @@ RETURNING id, kind, args, attempts, token
 class LeaseLost(Exception):
     """Our lease ran out and the job was claimed again, or buried: it is not
     ours any more."""
+
+
+class Permanent(Exception):
+    """Raised by a handler: the job has failed for good, and is dead at once.
+    For an error that every retry would meet again (a rejection, not bad
+    luck): `raise tinyq.Permanent("why")`, or `raise tinyq.Permanent(error)
+    from error` to keep another error's words."""
 
 
 class Job:
@@ -202,6 +211,11 @@ class Queue:
         job_id, kind, args, attempts, token = rows[0]
         return Job(self, job_id, kind, json.loads(args), attempts, token)
 
+    def wait(self, seconds):
+        """What a worker does when claim() found nothing: wait, then look
+        again. Here, simply sleep: a file cannot tell us when a job arrives."""
+        time.sleep(seconds)
+
     def backoff(self, attempts):
         """Seconds to wait after failed attempt number `attempts` (1, 2, ...):
         full jitter, a random time up to a ceiling that doubles up to the cap."""
@@ -222,9 +236,10 @@ class Queue:
             raise LeaseLost(f"job {job.id}: the lease ran out and the job is not ours now")
 
     def fail(self, job, error):
-        """Queue the job again after a backoff, or bury it after max_attempts."""
+        """Queue the job again after a backoff, or bury it: at once if the
+        error is Permanent, else after max_attempts."""
         message = f"{type(error).__name__}: {error}"
-        if job.attempts >= self.max_attempts:
+        if isinstance(error, Permanent) or job.attempts >= self.max_attempts:
             self.finish(job, "dead", message)
         else:
             self.finish(job, "queued", message, self.clock() + self.backoff(job.attempts))

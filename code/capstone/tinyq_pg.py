@@ -6,10 +6,11 @@
 #     FOR UPDATE, and SKIP LOCKED steps over rows other claims hold, so
 #     workers neither wait for each other nor take the same job.
 #   - A worker with nothing to do waits on LISTEN, and enqueue() wakes it
-#     with NOTIFY. It still looks again after `poll` seconds, so a lost
-#     notification only delays a job.
+#     with NOTIFY. It still looks again after the seconds wait() is given,
+#     so a lost notification only delays a job.
 #
-# Needs a server and psycopg 3:  pip install "psycopg[binary]"
+# Needs a server, and psycopg 3.2 or newer (wait() uses the timeout and
+# stop_after of its notifies()):  pip install "psycopg[binary]>=3.2"
 #           queue = tinyq_pg.Queue("postgresql://localhost/shop")
 
 import contextlib
@@ -20,7 +21,9 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 import tinyq
-from tinyq import LeaseLost          # one exception: `except tinyq.LeaseLost` catches ours
+# tinyq's own exceptions, not copies: `except tinyq.LeaseLost` catches ours,
+# and a handler may raise tinyq_pg.Permanent as it would tinyq.Permanent.
+from tinyq import LeaseLost, Permanent
 
 CHANNEL = "tinyq_jobs"           # what enqueue() notifies and idle workers listen on
 
@@ -154,10 +157,10 @@ class Queue(tinyq.Queue):
         job_id, kind, args, attempts, token = rows[0]
         return Job(self, job_id, kind, args, attempts, token)
 
-    def wait(self, poll=1.0):
-        """Wait until a job is enqueued somewhere, or poll seconds pass. A
-        worker calls it when claim() found nothing."""
-        for _ in self.db.notifies(timeout=poll, stop_after=1):
+    def wait(self, seconds):
+        """What a worker does when claim() found nothing: wait until a job is
+        enqueued somewhere (NOTIFY), or at most `seconds`, then look again."""
+        for _ in self.db.notifies(timeout=seconds, stop_after=1):
             pass
 
     def finish(self, job, status, error=None, run_at=None):

@@ -15,8 +15,10 @@ CODE = ROOT / "code"
 # A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
 # exercise; one that runs chaos.py, to the capstone's chaos.py; one that
 # runs herd.py, to Chapter 6's herd.py; one naming races_pg.py or
-# tinyq_pg.py, to that file of the lab.
-EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)")
+# tinyq_pg.py, to that file of the lab; one that imports tinyq, to the
+# capstone's tinyq.py.
+EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)"
+                      r"|(?<=\bimport )tinyq\b")
 CHAOS = "capstone/chaos.py"
 # Chapter 11's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
@@ -27,7 +29,8 @@ LAB = ("capstone/races_pg.py", TINYQ_PG)
 OPTIONAL = ("herd.py", *LAB)
 # The capstone's files, each graded on its own, in the order the guide has
 # you type them. The tests that exercise a file are marked with it.
-CAPSTONE = ("capstone/tinyq.py", "capstone/world.py", "capstone/shop.py", CHAOS)
+TINYQ = "capstone/tinyq.py"
+CAPSTONE = (TINYQ, "capstone/world.py", "capstone/shop.py", CHAOS)
 
 
 def exercise_of(block):
@@ -41,6 +44,8 @@ def exercise_of(block):
             if match:
                 if match.group() == "chaos":
                     return TINYQ_PG if "database" in blocks[0].attributes else CHAOS
+                if match.group() == "tinyq":
+                    return TINYQ
                 return ("capstone/" if match.group().endswith("_pg") else "") + match.group() + ".py"
     return None
 
