@@ -94,6 +94,10 @@ CREATE TABLE IF NOT EXISTS spend (
 );
 """
 
+# An operation for which no call to the provider was ever begun: process()
+# writes its record before the first call.
+NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"
+
 
 def open_db(path):
     db = sqlite3.connect(path, isolation_level=None)     # autocommit
@@ -169,15 +173,15 @@ def deliver(db, provider, message,
         try:
             return process(db, provider, message["id"], message["inputs"], clock, time_left)
         except Conflict as conflict:
-            raise Parked(f"Conflict: {conflict}") from None     # trying again cannot help
+            raise Parked(f"Conflict: {conflict}")     # trying again cannot help
         except Retryable as failure:
             wait = rng.uniform(0, min(cap, base * 2 ** attempt))   # full jitter
             if attempt == attempts - 1:
-                raise Parked(f"{failure}; no tries left") from None
+                raise Parked(f"{failure}; no tries left")
             if deadline is not None and clock() + wait >= deadline:
-                raise Parked(f"{failure}; no time left before the deadline") from None
+                raise Parked(f"{failure}; no time left before the deadline")
             if budget is not None and not budget.allow_retry():
-                raise RetryLater(f"{failure}; this worker's retry budget is spent") from None
+                raise RetryLater(f"{failure}; this worker's retry budget is spent")
             sleep(wait)
 
 
@@ -315,13 +319,12 @@ def cancel(db, tenant, client_id):
     waits, and at its safe point, before the call, if it runs. For any
     other, say why not, and whether money may have moved."""
     op_id = operation_id(tenant, client_id)
-    never_called = "id NOT IN (SELECT id FROM operations)"
     if db.execute("UPDATE work SET state = 'cancelled', last_error = 'cancelled by its client'"
-                  f" WHERE id = ? AND state = 'waiting' AND {never_called}",
+                  f" WHERE id = ? AND state = 'waiting' AND {NEVER_CALLED}",
                   (op_id,)).rowcount:
         return f"{op_id} cancelled: it had not started, so nothing was charged"
-    if db.execute(f"UPDATE work SET cancel_asked = 1 WHERE id = ? AND state = 'running'"
-                  f" AND {never_called}", (op_id,)).rowcount:
+    if db.execute("UPDATE work SET cancel_asked = 1 WHERE id = ? AND state = 'running'"
+                  f" AND {NEVER_CALLED}", (op_id,)).rowcount:
         return (f"{op_id} is running: asked to stop before it calls the provider;"
                 " ask its status to see how it ended")
     known = status(db, tenant, client_id)
@@ -363,7 +366,7 @@ def see_through(db, provider, message, clock=time.time, **retries):
     # sent for this operation, stop here.
     if db.execute("UPDATE work SET state = 'cancelled', last_error = 'cancelled by its client'"
                   " WHERE id = ? AND state = 'running' AND starts = ? AND cancel_asked = 1"
-                  " AND id NOT IN (SELECT id FROM operations)",
+                  f" AND {NEVER_CALLED}",
                   (message["id"], message["start"])).rowcount:
         return
     try:
