@@ -96,10 +96,11 @@ def show(db):
         print(f"{job_id:3}  {status:7}  {kind:13}  {args}")
 
 
-def main(command, *rest):
+def main(args):
+    command = args[0] if args else "help"
     db = connect()
     if command == "enqueue":
-        for address in rest:
+        for address in args[1:]:
             job_id = enqueue(db, "welcome_email", address=address)
             print(f"queued job {job_id}: welcome_email to {address}")
     elif command == "list":
@@ -119,4 +120,4 @@ def main(command, *rest):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:] or ["help"])
+    main(sys.argv[1:])                  # the words typed after the file's name

@@ -17,24 +17,25 @@ import sys
 import time
 
 DATABASE = "ex05.db"
-OUTBOX = "outbox.txt"
+OUTBOX = "outbox.txt"            # our pretend mail server: one line per email
 MAIL_SERVER_SECONDS = 2
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.1               # how long an idle worker waits before looking again
 RACE_GAP_SECONDS = 0.3           # makes the race easy to see; real gaps are shorter
 WORKER = f"worker {os.getpid()}"  # the process id tells workers apart
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id      INTEGER PRIMARY KEY,
-    status  TEXT NOT NULL DEFAULT 'queued',
+    status  TEXT NOT NULL DEFAULT 'queued', -- queued, running or done
     kind    TEXT NOT NULL,
-    args    TEXT NOT NULL,
+    args    TEXT NOT NULL,                  -- the job's arguments, as JSON
     worker  TEXT                            -- who claimed it last
 )
 """
 
 
 def connect():
+    # isolation_level=None: each statement is committed as soon as it runs
     db = sqlite3.connect(DATABASE, isolation_level=None)
     db.execute(SCHEMA)
     return db
@@ -43,7 +44,7 @@ def connect():
 # ---- the work
 
 def send_welcome_email(address):
-    time.sleep(MAIL_SERVER_SECONDS)
+    time.sleep(MAIL_SERVER_SECONDS)              # talking to the mail server
     with open(OUTBOX, "a") as outbox:
         outbox.write(f"welcome email to {address}, sent by {WORKER}\n")
 
@@ -92,7 +93,7 @@ def work(db, claim):
     print(f"{WORKER}: waiting for jobs (Ctrl-C to stop)")
     busy = False
     while True:
-        job = claim(db)
+        job = claim(db)                                  # 1. claim
         if job is None:
             if busy:
                 print(f"{WORKER}: no jobs left, waiting for more")
@@ -102,8 +103,8 @@ def work(db, claim):
         busy = True
         job_id, kind, args = job
         print(f"{WORKER}: claimed job {job_id}, {kind} {args}")
-        HANDLERS[kind](**json.loads(args))
-        ack(db, job_id)
+        HANDLERS[kind](**json.loads(args))               # 2. do
+        ack(db, job_id)                                  # 3. acknowledge
         print(f"{WORKER}: job {job_id} done")
 
 
@@ -116,17 +117,18 @@ def show(db):
         print(f"{job_id:3}  {status:7}  {args:30}  {worker or '-'}")
 
 
-def main(command, *rest):
+def main(args):
+    command = args[0] if args else "help"
     db = connect()
     if command == "enqueue":
-        for address in rest:
+        for address in args[1:]:
             job_id = enqueue(db, "welcome_email", address=address)
             print(f"queued job {job_id}: welcome_email to {address}")
     elif command == "list":
         show(db)
-    elif command == "work" and rest and rest[0] in CLAIMS:
+    elif command == "work" and len(args) > 1 and args[1] in CLAIMS:
         try:
-            work(db, CLAIMS[rest[0]])
+            work(db, CLAIMS[args[1]])
         except KeyboardInterrupt:
             print(f"\n{WORKER}: stopped")
     elif command == "reset":
@@ -139,4 +141,4 @@ def main(command, *rest):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:] or ["help"])
+    main(sys.argv[1:])                  # the words typed after the file's name

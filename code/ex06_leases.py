@@ -15,29 +15,31 @@ import argparse
 import json
 import os
 import sqlite3
+import sys
 import time
 
 DATABASE = "ex06.db"
-OUTBOX = "outbox.txt"
+OUTBOX = "outbox.txt"            # our pretend mail server: one line per email
 MAIL_SERVER_SECONDS = 2
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.1               # how long an idle worker waits before looking again
 LEASE_SECONDS = 3                # how long a claim lasts; the work takes 2 s
-WORKER = f"worker {os.getpid()}"
+WORKER = f"worker {os.getpid()}"  # the process id tells workers apart
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id            INTEGER PRIMARY KEY,
-    status        TEXT NOT NULL DEFAULT 'queued',
+    status        TEXT NOT NULL DEFAULT 'queued', -- queued, running or done
     kind          TEXT NOT NULL,
-    args          TEXT NOT NULL,
-    worker        TEXT,
-    attempts      INTEGER NOT NULL DEFAULT 0,   -- how many times it was claimed
-    locked_until  REAL                          -- when the current lease runs out
+    args          TEXT NOT NULL,                  -- the job's arguments, as JSON
+    worker        TEXT,                           -- who claimed it last
+    attempts      INTEGER NOT NULL DEFAULT 0,     -- how many times it was claimed
+    locked_until  REAL                            -- when the current lease runs out
 )
 """
 
 
 def connect():
+    # isolation_level=None: each statement is committed as soon as it runs
     db = sqlite3.connect(DATABASE, isolation_level=None)
     db.execute(SCHEMA)
     return db
@@ -46,7 +48,7 @@ def connect():
 # ---- the work
 
 def send_welcome_email(address):
-    time.sleep(MAIL_SERVER_SECONDS)
+    time.sleep(MAIL_SERVER_SECONDS)              # talking to the mail server
     with open(OUTBOX, "a") as outbox:
         outbox.write(f"welcome email to {address}, sent by {WORKER}\n")
 
@@ -89,7 +91,7 @@ def work(db, lease, crash_before_send=False, crash_after_send=False):
     print(f"{WORKER}: waiting for jobs (Ctrl-C to stop)")
     busy = False
     while True:
-        job = claim(db, lease)
+        job = claim(db, lease)                           # 1. claim
         if job is None:
             if busy:
                 print(f"{WORKER}: no jobs left, waiting for more")
@@ -101,10 +103,10 @@ def work(db, lease, crash_before_send=False, crash_after_send=False):
         print(f"{WORKER}: claimed job {job_id} (attempt {attempts}), lease {lease:g} s")
         if crash_before_send:
             crash("before sending")
-        HANDLERS[kind](**json.loads(args))
+        HANDLERS[kind](**json.loads(args))               # 2. do
         if crash_after_send:
             crash("after sending, before the ack")
-        ack(db, job_id)
+        ack(db, job_id)                                  # 3. acknowledge
         print(f"{WORKER}: job {job_id} done")
 
 
@@ -122,7 +124,7 @@ def show(db):
         print(f"{job_id:3}  {status:7}  {attempts:8}  {lease:12}  {worker or '-'}")
 
 
-def main():
+def main(args):
     parser = argparse.ArgumentParser(description="A job queue with leases.")
     parser.add_argument("command", choices=["enqueue", "list", "work", "reset"])
     parser.add_argument("addresses", nargs="*", help="for enqueue")
@@ -131,7 +133,7 @@ def main():
     crash_when = parser.add_mutually_exclusive_group()
     crash_when.add_argument("--crash-before-send", action="store_true")
     crash_when.add_argument("--crash-after-send", action="store_true")
-    options = parser.parse_args()
+    options = parser.parse_args(args)
 
     db = connect()
     if options.command == "enqueue":
@@ -152,4 +154,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])                  # the words typed after the file's name

@@ -136,9 +136,8 @@ MISTAKES = [
     crash_when = parser.add_mutually_exclusive_group()
     crash_when.add_argument("--crash-before-send", action="store_true")
     crash_when.add_argument("--crash-after-send", action="store_true")
-    options = parser.parse_args()
-''', '''    import sys, types
-    args = sys.argv[1:]
+    options = parser.parse_args(args)
+''', '''    import types
     options = types.SimpleNamespace(
         command=args[0],
         addresses=[arg for arg in args[1:] if "@" in arg],

@@ -13,6 +13,7 @@ import re
 import sqlite3
 import threading
 import time
+from typing import NamedTuple
 
 import pytest
 
@@ -304,6 +305,15 @@ def test_ex04_a_job_is_running_while_it_is_sent_and_done_only_after(folder):
         terminals.stop(worker)
     finally:
         terminals.close()
+
+
+@exercise("ex04_durable_queue.py")
+def test_ex04_without_a_command_says_how_to_use_it(folder):
+    """With no words after the file's name, ex04 ends with a line that says
+    how to use it."""
+    status, output = sandbox.run("python3 ex04_durable_queue.py", folder)
+    assert status == 1 and output == ("usage: python3 ex04_durable_queue.py "
+                                      "enqueue ADDRESS... | list | work | reset\n"), output
 
 
 @exercise("ex04_durable_queue.py")
@@ -867,37 +877,73 @@ def top_level(path):
     return statements, between
 
 
-# What Exercise 8 changes in a copy of Exercise 7, and so what the guide shows.
-EX08_CHANGES = {"import uuid", "DATABASE", "BAD_KEY", "SCHEMA", "bank_charge", "charge_card",
-                "setup", "main"}
+class Edit(NamedTuple):
+    """An exercise the guide has the reader make from a copy of the one
+    before: the top-level statements it adds or changes (each shown by the
+    guide with pyobject=, except imports, which the prose names), and those
+    it deletes."""
+    parent: str
+    child: str
+    changes: frozenset
+    deletes: frozenset = frozenset()
+
+    @property
+    def shown(self):
+        return {name for name in self.changes if not name.startswith("import ")}
 
 
-def test_chapter_8_shows_exactly_the_parts_ex08_changes():
-    """Chapter 8 includes every changed part of ex08 by pyobject=, and nothing
-    else of it (its prose asks for `import uuid`, which has no listing)."""
+EDITS = [
+    Edit("ex04_durable_queue.py", "ex05_two_workers.py",
+         frozenset({"import os", "DATABASE", "POLL_SECONDS", "RACE_GAP_SECONDS", "WORKER",
+                    "SCHEMA", "send_welcome_email", "claim_naive", "claim_atomic", "CLAIMS",
+                    "work", "show", "main"}),
+         frozenset({"claim"})),
+    Edit("ex05_two_workers.py", "ex06_leases.py",
+         frozenset({"import argparse", "DATABASE", "LEASE_SECONDS", "SCHEMA", "claim",
+                    "crash", "work", "show", "main"}),
+         frozenset({"RACE_GAP_SECONDS", "claim_naive", "claim_atomic", "CLAIMS"})),
+    Edit("ex07_retries.py", "ex08_idempotency.py",
+         frozenset({"import uuid", "DATABASE", "BAD_KEY", "SCHEMA", "bank_charge",
+                    "charge_card", "setup", "main"})),
+]
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=lambda edit: edit.child)
+def test_the_guide_shows_exactly_the_parts_an_edited_exercise_changes(edit):
+    """The guide includes every part that an exercise made from a copy of the
+    one before adds or changes, by pyobject=, and nothing else of it (imports
+    the prose names, which have no listing)."""
     shown = {block.attributes.get("pyobject")
              for block in guide.read_guide(catalogue.ROOT / "guide.md")
-             if block.attributes.get("include") == "code/ex08_idempotency.py"}
-    assert shown == EX08_CHANGES - {"import uuid"}
+             if block.attributes.get("include") == f"code/{edit.child}"}
+    assert shown == edit.shown
 
 
-@exercise("ex08_idempotency.py")
-def test_ex08_differs_from_ex07_only_in_the_parts_the_guide_shows(folder):
-    """Apart from its opening comment, ex08 is ex07 with these top-level
-    statements added or changed, each whole line counted, comments included:
-    import uuid, DATABASE, BAD_KEY, SCHEMA, bank_charge, charge_card, setup and
-    main. Every other statement, and every line between statements, is the same."""
-    old, old_between = top_level(folder / "ex07_retries.py")
-    new, new_between = top_level(folder / "ex08_idempotency.py")
+@pytest.mark.parametrize("edit", [pytest.param(edit, marks=exercise(edit.child), id=edit.child)
+                                  for edit in EDITS])
+def test_an_edited_exercise_differs_from_the_one_before_only_where_the_guide_says(edit, folder):
+    """Apart from its opening comment, the exercise is the one before it with
+    the top-level statements the guide shows added or changed (each whole line
+    counted, comments included), and those it names deleted. Every other
+    statement, and every comment between statements, is the same, in the
+    same order."""
+    old, old_between = top_level(folder / edit.parent)
+    new, new_between = top_level(folder / edit.child)
     old_names, new_names = [name for name, _ in old], [name for name, _ in new]
     assert len(set(new_names)) == len(new_names), new_names
-    changed = {name for name in set(old_names) | set(new_names)
-               if dict(old).get(name) != dict(new).get(name)}
-    assert changed == EX08_CHANGES, (
-        f"differ from ex07 but not listed: {sorted(changed - EX08_CHANGES)}; "
-        f"listed but the same: {sorted(EX08_CHANGES - changed)}")
-    assert [name for name in new_names if name in old_names] == old_names, "order changed"
-    assert new_between == old_between, "a comment or blank line between statements changed"
+    deleted = set(old_names) - set(new_names)
+    assert deleted == edit.deletes, (
+        f"deleted but not listed: {sorted(deleted - edit.deletes)}; "
+        f"listed as deleted but still there: {sorted(edit.deletes - deleted)}")
+    changed = {name for name in new_names if dict(old).get(name) != dict(new).get(name)}
+    assert changed == edit.changes, (
+        f"differ from {edit.parent} but not listed: {sorted(changed - edit.changes)}; "
+        f"listed but the same: {sorted(edit.changes - changed)}")
+    kept = [name for name in old_names if name in new_names]
+    assert [name for name in new_names if name in old_names] == kept, "order changed"
+    assert [line for line in new_between if line.strip()] == \
+        [line for line in old_between if line.strip()], \
+        "a comment between statements changed"
 
 
 # Two processes send the same key at the same moment. The bank's connection
