@@ -40,7 +40,7 @@ MISTAKES = [
         ("(WORKER, now + lease, now)", "(WORKER, now + lease)")]),
 
     Mistake("ex08_idempotency.py", "a key made fresh on every attempt", [
-        ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{uuid.uuid4()}"')]),
+        ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{random.random()}"')]),
 
     # ---- ex01-ex09: mistakes whose effect the transcripts cannot show, and
     # the classic ones the guide warns about. The comment under each
