@@ -157,8 +157,8 @@ MISTAKES = [
     # test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone
 
     Mistake("ex07_retries.py", "no jitter: every retry waits its whole ceiling", [
-        ("wait = backoff(attempts, jitter.random())", "wait = backoff(attempts, 1.0)")]),
-    # FAIL: test_ex07_the_waits_come_from_dice_of_their_own,
+        ("wait = backoff(attempts, dice.random())", "wait = backoff(attempts, 1.0)")]),
+    # FAIL: test_ex07_each_wait_is_the_attempts_own_fraction_of_its_ceiling,
     # test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone, the transcripts
 
     Mistake("ex07_retries.py", "a job dies one attempt early", [
