@@ -40,7 +40,7 @@ MISTAKES = [
         ("(WORKER, now + lease, now)", "(WORKER, now + lease)")]),
 
     Mistake("ex08_idempotency.py", "a key made fresh on every attempt", [
-        ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{uuid.uuid4()}"')]),
+        ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{random.random()}"')]),
 
     # ---- ex01-ex09: mistakes whose effect the transcripts cannot show, and
     # the classic ones the guide warns about. The comment under each
@@ -156,8 +156,8 @@ MISTAKES = [
     # test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone
 
     Mistake("ex07_retries.py", "no jitter: every retry waits its whole ceiling", [
-        ("wait = backoff(attempts, jitter.random())", "wait = backoff(attempts, 1.0)")]),
-    # FAIL: test_ex07_the_waits_come_from_dice_of_their_own,
+        ("wait = backoff(attempts, dice.random())", "wait = backoff(attempts, 1.0)")]),
+    # FAIL: test_ex07_each_wait_is_the_attempts_own_fraction_of_its_ceiling,
     # test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone, the transcripts
 
     Mistake("ex07_retries.py", "a job dies one attempt early", [

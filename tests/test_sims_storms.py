@@ -389,3 +389,56 @@ def test_the_retry_budget_state_holds_the_limits_its_picture_draws():
                for each in state["seconds"][recovered:])
     before = state["seconds"][recovered - 1]
     assert before["answered"] < state["healthy"] * before["offered"]
+
+
+# ---- Chapter 6's picture of the herd, drawn from herd.py's own calls
+
+# The picture: the first PICTURE_COLUMNS columns of PICTURE_COLUMN_SECONDS,
+# each as tall as its calls in blocks of PICTURE_BLOCK (a column with 1 to
+# 20 calls has one block), PICTURE_ROWS rows high, for each policy.
+PICTURE_COLUMN_SECONDS, PICTURE_COLUMNS, PICTURE_BLOCK, PICTURE_ROWS = 0.020, 50, 20, 5
+PICTURE_PANELS = {"exponential": "exponential backoff, no jitter:", "full": "full jitter:"}
+
+
+def herd_picture_panel(policy):
+    """A panel of the picture, as the guide draws it: its title, its rows of
+    blocks, and the line that says what came after the first second."""
+    herd_py = course.module("herd.py")
+    calls = herd_py.contend(policy)
+    counts = collections.Counter(int(time / PICTURE_COLUMN_SECONDS) for time, _, _ in calls)
+    heights = [-(-counts[column] // PICTURE_BLOCK) for column in range(PICTURE_COLUMNS)]
+    rows = [("    " + "".join("█" if height >= row else " " for height in heights)).rstrip()
+            for row in range(PICTURE_ROWS, 0, -1)]
+    later = sum(time >= PICTURE_COLUMNS * PICTURE_COLUMN_SECONDS for time, _, _ in calls)
+    last = herd_py.shown(herd_py.summary(calls)["seconds"])
+    return [" " + PICTURE_PANELS[policy], *rows,
+            "    └────────────────────────┴────────────────────────┘",
+            "    0 s" + " " * 22 + "0.5 s" + " " * 20 + "1 s",
+            f"    then {later:,} calls more; the last write taken at {last}"]
+
+
+def herd_picture():
+    """The guide's text block that draws the herd: its lines."""
+    blocks = [block for block in GUIDE.split("```text\n")[1:]
+              if block.startswith(" The herd of herd.py")]
+    assert len(blocks) == 1
+    return blocks[0].split("\n```")[0].split("\n")
+
+
+def test_chapter_6s_picture_of_the_herd_is_herd_pys_own_calls():
+    """The picture of the herd without and with jitter in Chapter 6 is
+    herd.py's run with 100 clients and seed 1: for each 20 ms of the first
+    second, as many blocks as its calls in twenties; then how many calls
+    came later, and when the last write was taken. No line is wider than
+    70 columns."""
+    picture = [line.rstrip() for line in herd_picture()]
+    assert picture[:2] == [" The herd of herd.py (100 clients, seed 1): the calls in each 20 ms",
+                           " of the first second, a block for every 20 calls or part of 20"]
+    drawn = [line for policy in PICTURE_PANELS for line in ["", *herd_picture_panel(policy)]]
+    assert picture[2:] == drawn
+    assert max(len(line) for line in picture) <= 70
+    # what the text says of it: spikes without jitter, a smear with it
+    exponential = herd_picture_panel("exponential")[1:1 + PICTURE_ROWS]
+    full = herd_picture_panel("full")[1:1 + PICTURE_ROWS]
+    assert exponential[0].count("█") == 8 and full[0].count("█") == 3
+    assert full[-1].count("█") > 3 * exponential[-1].count("█")

@@ -25,7 +25,7 @@ CHAOS = "capstone/chaos.py"
 TINYQ_PG = "capstone/tinyq_pg.py"
 LAB = ("capstone/races_pg.py", TINYQ_PG)
 # The files a learner may leave out: the lab's, and Chapter 6's herd.py, an
-# experiment a Study Drill has you type. Graded only if handed in.
+# optional experiment the reader may copy. Graded only if handed in.
 OPTIONAL = ("herd.py", *LAB)
 # The capstone's files, each graded on its own, in the order the guide has
 # you type them. The tests that exercise a file are marked with it.

@@ -1,7 +1,7 @@
 """Thundering herd (Chapter 6): clients contend for one resource, and back
 off when it turns them away, with or without jitter.
 
-The model is Chapter 6's herd.py (code/herd.py), which the reader types,
+The model is Chapter 6's herd.py (code/herd.py), which the reader may copy,
 after Marc Brooker's "Exponential Backoff And Jitter" (AWS Architecture
 Blog, 2015) and his simulator: `clients` clients (100 unless set) each
 change one shared record once, all from the same moment. The record takes
@@ -47,7 +47,7 @@ import collections
 
 from .. import course, settings
 
-reader = course.module("herd.py")     # the model, as the reader types it
+reader = course.module("herd.py")     # the model, as the reader has it
 ROUND_TRIP_SECONDS = reader.ROUND_TRIP_SECONDS
 POLICIES = tuple(reader.POLICIES)
 NAMES = dict(reader.POLICIES)

@@ -14,12 +14,14 @@ remembers keys. Each run loads its own copy of that exercise
 (course.fresh) and sets its constants from the settings, as a reader edits
 them in the Study Drills (LOST_REQUEST, LOST_REPLY, BACKOFF_BASE,
 BACKOFF_CAP), and the bank keeps its accounts in a database made by the
-exercise's own SCHEMA. The chances come from the exercise's two sets of
-dice: `network` is seeded afresh for each attempt of each job from the
-seed, the job's id and the attempt number, as ex07's `work` does, so an
-attempt meets the same luck whatever the retry policy; `jitter` is seeded
-once, as `main` does, and gives one fraction of the ceiling per retry, in
-turn, for the exercise's `backoff`. So a seed loses the same requests and
+exercise's own SCHEMA. The bank's time.sleep is the simulator's: the copy's
+`time` is replaced by the virtual clock, from outside, as the tests' time
+warp replaces it for the exercise itself. The chances come from the
+exercise's one set of dice, `dice`, seeded afresh for each attempt of each
+job from the seed, the job's id and the attempt number, as ex07's `work`
+does: the bank rolls it once, and a retry's wait is the exercise's
+`backoff` with the next roll as its fraction. So an attempt meets the same
+luck whatever the retry policy, and a seed loses the same requests and
 replies, and waits as long, as `ex07_retries.py work --seed N` with the
 same policy, whatever the keys.
 
@@ -52,6 +54,7 @@ Or drive it from Python:
 import argparse
 import contextlib
 import io
+import types
 
 from .. import course, settings
 
@@ -106,10 +109,10 @@ def times(count):
 
 class Queue(tinyq.Queue):
     """tinyq's queue with Exercise 7's waits: the exercise's `backoff`, with
-    full jitter a fraction of the ceiling drawn from the exercise's `jitter`
-    dice, so a seed repeats ex07's run; or without jitter each wait its
-    ceiling in full (and those dice stay still). The last wait is kept for
-    the timeline."""
+    full jitter a fraction of the ceiling drawn from the exercise's `dice`
+    (after the bank's roll), so a seed repeats ex07's run; or without
+    jitter each wait its ceiling in full. The last wait is kept for the
+    timeline."""
 
     def __init__(self, path, exercise, jitter, **options):
         super().__init__(path, **options)
@@ -118,7 +121,7 @@ class Queue(tinyq.Queue):
         self.last_wait = None
 
     def backoff(self, attempts):
-        fraction = self.exercise.jitter.random() if self.jitter else 1.0
+        fraction = self.exercise.dice.random() if self.jitter else 1.0
         self.last_wait = self.exercise.backoff(attempts, fraction)
         return self.last_wait
 
@@ -200,7 +203,7 @@ class Payment:
         ex.LOST_REQUEST, ex.LOST_REPLY = s["lost_request"], s["lost_reply"]
         ex.BACKOFF_BASE, ex.BACKOFF_CAP = s["base"], s["cap"]
         ex.DATABASE = ":memory:"
-        ex.jitter.seed(s["seed"])
+        ex.time = types.SimpleNamespace(sleep=self.sleep, time=self.clock)   # the bank's wait
         self.exercise = ex
         self.queue = Queue(":memory:", ex, s["jitter"], lease=LEASE_SECONDS,
                            max_attempts=s["attempts"], clock=self.clock)
@@ -218,7 +221,7 @@ class Payment:
         return self.now
 
     def sleep(self, seconds):
-        """The bank's sleep: time passes on the virtual clock, and nothing waits."""
+        """The bank's time.sleep: time passes on the virtual clock, and nothing waits."""
         self.now += seconds
 
     # ---- running
@@ -261,8 +264,7 @@ class Payment:
         keyed = () if key is None else (key,)
         try:
             with contextlib.redirect_stdout(io.StringIO()):    # ex08's "bank: ... seen before"
-                self.exercise.bank_charge(self.bank, "alice", PRICE_CENTS, *keyed,
-                                          sleep=self.sleep)
+                self.exercise.bank_charge(self.bank, "alice", PRICE_CENTS, *keyed)
         except (ConnectionError, TimeoutError) as lost:
             error = lost
         if isinstance(error, ConnectionError):
@@ -283,7 +285,7 @@ class Payment:
         what = f"job {job.id}, attempt {job.attempts}: charge {dollars(PRICE_CENTS)}"
         wait = None
         # ex07's rule: this attempt's luck comes from the seed, the job and the attempt
-        self.exercise.network.seed(f"{self.settings['seed']} {job.id} {job.attempts}")
+        self.exercise.dice.seed(f"{self.settings['seed']} {job.id} {job.attempts}")
         try:
             self._charge(order, key)
         except (ConnectionError, TimeoutError) as error:
