@@ -232,8 +232,8 @@ def test_the_glossary_has_every_required_term_in_alphabetical_order():
 # The Python a listing uses beyond "a little Python", each with a pattern that
 # finds it in a listing's code (comment lines left out) and the words a
 # `python` box must hold to explain it. The box must stand before the first
-# listing, in guide order, that uses it, and after the listing before that:
-# at the first use, not chapters earlier. CLOSURE is found with ast instead.
+# listing, in guide order, that uses it, and in the same section (`## `): at
+# the first use, not chapters earlier. CLOSURE is found with ast instead.
 CLOSURE = "a def inside a def"
 CONSTRUCTS = {
     "format spec": (r"\{[^{}\s:]+:[<>^]?\d*(?:\.\d+)?[dfgs]?\}", ["format spec"]),
@@ -277,6 +277,14 @@ def nested_def_lines(path):
             if inner is not outer and isinstance(inner, ast.FunctionDef)}
 
 
+def section_line(text, line):
+    """The line of the `## ` heading whose section holds guide.md's line."""
+    in_code = {n for block in guide.blocks(text)
+               for n in range(block.line, block.line + len(block.body) + 2)}
+    return max(n for n, row in enumerate(text.splitlines()[:line], 1)
+               if row.startswith("## ") and n not in in_code)
+
+
 def first_use(pattern, found):
     """(index into found, file, file line, code) of the first listing line
     that uses a construct, or None."""
@@ -297,13 +305,14 @@ def test_the_python_a_listing_needs_is_explained_just_before_it(construct):
     use = first_use(pattern, found)
     assert use, f"no listing uses {construct}: remove its box, or this entry"
     index, path, number, code = use
-    after = found[index - 1][0] if index else 0
-    boxes = [line for line, text, _ in guide.python_boxes(GUIDE.read_text(encoding="utf-8"))
-             if all(word in " ".join(text.split()) for word in words)]
-    assert any(after < line < found[index][0] for line in boxes), (
+    text = GUIDE.read_text(encoding="utf-8")
+    section = section_line(text, found[index][0])
+    boxes = [line for line, inside, _ in guide.python_boxes(text)
+             if all(word in " ".join(inside.split()) for word in words)]
+    assert any(section < line < found[index][0] for line in boxes), (
         f"{path}:{number} uses {construct} ({code.strip()!r}), first shown at "
-        f"guide.md:{found[index][0]}: a `python` box holding {words} must stand between "
-        f"guide.md:{after} and that listing; boxes with those words: {boxes}")
+        f"guide.md:{found[index][0]}: a `python` box holding {words} must stand before "
+        f"it, in its section (guide.md:{section}); boxes with those words: {boxes}")
 
 
 def test_every_python_box_explains_a_construct():
