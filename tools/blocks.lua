@@ -49,6 +49,16 @@ local function diagram(block)
   return raw('<pre class="diagram" tabindex="0"><code>' .. escape(block.text) .. "</code></pre>")
 end
 
+-- What a `python` box's example prints: labelled, so that nobody takes it
+-- for a transcript to type.
+local function output(block)
+  if not html then
+    return { pandoc.Para({ pandoc.Emph("It prints:") }), pandoc.CodeBlock(block.text) }
+  end
+  return raw('<div class="output-label">it prints</div><pre class="output" tabindex="0"><code>'
+    .. escape(block.text) .. "</code></pre>")
+end
+
 -- A listing included from code/: numbered from its first line in the file.
 local function listing(block)
   local first = tonumber(block.attributes.startFrom or "1")
@@ -75,8 +85,14 @@ function CodeBlock(block)
     return console(block)
   elseif block.classes:includes("text") then
     return diagram(block)
+  elseif block.classes:includes("output") then
+    return output(block)
   elseif block.attributes.include then
     return listing(block)
+  elseif html and block.classes:includes("python") then
+    -- a `python` box's example: it may scroll sideways on a phone
+    return pandoc.Div(block, { class = "example", tabindex = "0", role = "region",
+      ["aria-label"] = "Example" })
   end
 end
 
@@ -117,11 +133,25 @@ local function sim(div)
   return pandoc.Div(out, { class = "sim", ["data-sim"] = name })
 end
 
+-- "The Python you need": an aside, set apart from the lesson around it.
+-- (Not class "python": pandoc gives that class to Python code blocks.)
+local function python_box(div)
+  if html then
+    local out = pandoc.Blocks({ raw('<aside class="python-box">') })
+    out:extend(div.content)
+    out:insert(raw("</aside>"))
+    return out
+  end
+  return pandoc.BlockQuote(div.content)
+end
+
 function Div(div)
   if div.classes:includes("check") then
     return check(div)
   elseif div.classes:includes("sim") then
     return sim(div)
+  elseif div.classes:includes("python") then
+    return python_box(div)
   end
 end
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import sims
 
-DIV_CLASSES = {"check", "answer", "sim"}
+DIV_CLASSES = {"check", "answer", "sim", "python"}
 SIM_NAMES = set(sims.folders())      # a simulation is a folder of tools/sims/
 INCLUDE_ATTRS = {"include", "pyobject", "lines"}
 
@@ -77,7 +77,9 @@ def parse_attributes(info, line):
 
 
 def scan(text, path="guide.md"):
-    """Yield ('code', Block) and ('div', line, info) events in order.
+    """Yield ('code', Block), ('div', line, info) and ('end', line, info)
+    events in order: a div's end gives the line of its closing `:::` and the
+    info of its opening.
 
     A fence shown inside a longer fence is just text of that block.
     Raises GuideError for an unclosed fence or unbalanced divs."""
@@ -104,16 +106,16 @@ def scan(text, path="guide.md"):
         div = DIV.match(row)
         if div:
             if div["info"]:
-                open_divs.append(number)
+                open_divs.append((number, div["info"]))
                 yield "div", number, div["info"]
             elif open_divs:
-                open_divs.pop()
+                yield "end", number, open_divs.pop()[1]
             else:
                 raise GuideError(number, "':::' closes a div that was never opened")
     if block:
         raise GuideError(block.line, "code block is never closed")
     if open_divs:
-        raise GuideError(open_divs[-1], "div is never closed with ':::'")
+        raise GuideError(open_divs[-1][0], "div is never closed with ':::'")
 
 
 def blocks(text, path="guide.md"):
@@ -136,6 +138,34 @@ def check_div(line, info):
     if "sim" in classes and attrs.get("name") not in SIM_NAMES:
         raise GuideError(line, f"unknown simulation name {attrs.get('name')!r}; "
                                f"known: {', '.join(sorted(SIM_NAMES))}")
+
+
+def is_python_box(info):
+    """Whether a div's info opens a "The Python you need" box: `::: python`."""
+    return info.strip("{} ").split()[0].lstrip(".") == "python"
+
+
+def check_box_block(block):
+    """A `python` box holds its example (a `python` block) and what the example
+    prints (an `output` block), and no include: a listing is not an aside."""
+    if block.classes[:1] not in (["python"], ["output"]) or block.attributes:
+        raise GuideError(block.line, "a `python` box holds only its example, "
+                                     "```python, and what it prints, ```output")
+
+
+def python_boxes(text):
+    """Each `python` box of the guide as (line, text, [blocks]): the line of its
+    `::: python`, the Markdown between its fences, and its code blocks."""
+    lines, boxes, found = text.splitlines(), [], []
+    for event in scan(text):
+        if event[0] == "div" and is_python_box(event[2]):
+            boxes.append((event[1], []))
+        elif event[0] == "end" and is_python_box(event[2]):
+            line, blocks = boxes.pop()
+            found.append((line, "\n".join(lines[line:event[1] - 1]), blocks))
+        elif event[0] == "code" and boxes:
+            boxes[-1][1].append(event[1])
+    return sorted(found, key=lambda box: box[0])
 
 
 def include(block, root):
@@ -204,15 +234,28 @@ def expand(text, root):
             origin.append(number)
         done = upto
 
+    boxes = []                    # the `python` boxes open at this point
     for event in scan(text):
-        if event[0] == "div":
-            check_div(event[1], event[2])
+        if event[0] != "code":
+            if event[0] == "div":
+                check_div(event[1], event[2])
+            if is_python_box(event[2]) and event[0] == "div":
+                boxes.append(event[1])
+            elif is_python_box(event[2]):
+                boxes.pop()
             continue
         block = event[1]
+        if boxes:
+            check_box_block(block)
+            continue
         if "include" not in block.attributes:
             if "python" in block.classes:
                 raise GuideError(block.line, "Python listings are included from code/, "
-                                             "never pasted: add include=\"code/…\"")
+                                             "never pasted: add include=\"code/…\" (only a "
+                                             "`python` box may hold an example of its own)")
+            elif "output" in block.classes:
+                raise GuideError(block.line, "an output block belongs in a `python` box, "
+                                             "after its example")
             continue
         code, first = include(block, root)
         keep(block.line - 1)
