@@ -1101,7 +1101,7 @@ def ex09(folder, monkeypatch):
 
 
 @pytest.fixture
-def practice(ex09, monkeypatch):
+def practice(ex09):
     """Exercise 9's given file, ex09_practice_given.py: the provider, the
     crash doubles, the clock and the replays, driving the learner's worker.
     Always code/'s copy, never the learner's: it is given, not typed."""
