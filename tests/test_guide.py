@@ -2,6 +2,7 @@
 at real code, and mistakes in its markup give guide.md:LINE errors."""
 
 import re
+import shutil
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import pytest
 from sybil import Document
 
 import guide
-from harness import catalogue, sessions
+from harness import catalogue, sandbox, sessions
 
 GUIDE = catalogue.ROOT / "guide.md"
 CODE = catalogue.ROOT / "code"
@@ -116,6 +117,26 @@ def test_exercise_9_is_typed_in_two_sittings_of_at_most_200_lines():
             per_chapter[chapter] = per_chapter.get(chapter, 0) + len(listing.splitlines())
     assert [title.split(" ")[1] for title in per_chapter] == ["10.", "11."], per_chapter
     assert all(lines <= 200 for lines in per_chapter.values()), per_chapter
+
+
+def test_after_the_first_sitting_chapter_10s_commands_run(tmp_path):
+    """The reader runs Chapter 10's commands with only its listings typed:
+    a file made of them, beside the given file, prints what the whole
+    worker prints for o7 and for each crash point."""
+    text = GUIDE.read_text(encoding="utf-8").splitlines()
+    limits = text.index("# 11. Limits: Bounding the Work") + 1
+    typed = [guide.include(block, catalogue.ROOT)[0] for block in include_blocks()
+             if block.attributes["include"] == "code/ex09_charge_worker.py"
+             and block.line < limits]
+    half = tmp_path / "half"
+    half.mkdir()
+    (half / "ex09_charge_worker.py").write_text("\n\n\n".join(typed) + "\n")
+    shutil.copy(CODE / "ex09_practice_given.py", half)
+    whole = tmp_path / "whole"
+    shutil.copytree(CODE, whole, ignore=sandbox.LEFTOVERS)
+    for command in ["o7", "crash before-call", "crash after-commit", "crash after-record"]:
+        run = f"python3 ex09_charge_worker.py {command}"
+        assert sandbox.run(run, half) == sandbox.run(run, whole), command
 
 
 def test_find_object(tmp_path):
