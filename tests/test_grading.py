@@ -400,7 +400,7 @@ def test_make_grade_prints_only_its_progress_and_the_table(tmp_path):
 
 
 def test_the_optional_lab_has_a_column_for_those_who_handed_it_in(tmp_path):
-    """Ann typed Chapter 11's races_pg.py, Bob did not: the lab's column says
+    """Ann typed Chapter 12's races_pg.py, Bob did not: the lab's column says
     so, Bob's passed count and report leave it out, and the class passed."""
     learners = tmp_path / "class"
     for name in ("ann", "bob"):

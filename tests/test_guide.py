@@ -244,7 +244,7 @@ def test_output_before_any_command_is_an_error(demo_folder):
 
 # ---------------------------------------------------------------- the glossary
 
-GLOSSARY_HEADING = "# 12. Glossary"
+GLOSSARY_HEADING = "# 13. Glossary"
 # The terms the syllabus requires at the least, by their anchors.
 REQUIRED_TERMS = """ack at-least-once at-most-once atomic backoff backpressure check-then-act
 claim dead-letter durable exactly-once fencing-token handler heartbeat idempotency-key

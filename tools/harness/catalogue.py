@@ -21,7 +21,7 @@ CODE = ROOT / "code"
 EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)"
                       r"|(?<=\bimport )tinyq\b")
 CHAOS = "capstone/chaos.py"
-# Chapter 11's lab, on PostgreSQL: optional. A learner's folder without
+# Chapter 12's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
 TINYQ_PG = "capstone/tinyq_pg.py"
 LAB = ("capstone/races_pg.py", TINYQ_PG)
