@@ -1,27 +1,26 @@
-# Exercise 9: Limits: Bounding the Work.
-# A payment worker that stays up and keeps the money right under pressure:
-# each tenant gets a fixed number of running and waiting slots, every
-# operation has a deadline, retries spend from each worker's budget (spent,
-# it puts work back for later), all workers together spend from one budget
-# of money an hour, clients ask for status and may cancel what has not yet
-# called the provider, every parked operation keeps its reason, and an
-# operation is charged at most once, across crashes, redeliveries, changed
-# inputs and a provider that forgets its keys after 24 hours.
+# Exercise 9: A Charge Worker, Exactly Once and Within Limits.
+# A payment worker that charges each operation at most once, across crashes,
+# redeliveries, changed inputs and a provider that forgets its keys after 24
+# hours (Chapter 10, the first part of this file); and that stays up under
+# pressure (the second part): each tenant gets a fixed number of running and
+# waiting slots, every operation has a deadline, retries spend from each
+# worker's budget, all workers spend from one budget of money an hour, and
+# clients ask for status and may cancel what has not yet called the provider.
 #
-# Run it:   python3 ex09_charge_worker.py o7          (the O7 timeline)
+# The replays it runs are in ex09_practice_given.py, a given file: download
+# it from the guide into this folder. Run them:
+#           python3 ex09_charge_worker.py o7          (the O7 timeline)
+#           python3 ex09_charge_worker.py crash after-commit
+#                     (W1 dies at one point: before-call, after-commit or after-record)
 #           python3 ex09_charge_worker.py admission   (tenant North's limits)
 #           python3 ex09_charge_worker.py cancel      (status and cancel, in every state)
 #           python3 ex09_charge_worker.py deadline    (a provider that stalls)
 #           python3 ex09_charge_worker.py budget      (an outage, with and without a budget)
 #           python3 ex09_charge_worker.py spend       (the service's budget of money an hour)
-#           python3 ex09_charge_worker.py crash after-commit
-#                     (W1 dies at one point: before-call, after-commit or after-record)
 
-import argparse
 import collections
 import hashlib
 import json
-import os
 import random
 import sqlite3
 import time
@@ -29,15 +28,6 @@ import time
 KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long (Stripe's API v1:
                                  # at least 24 h)
 KEY_TRUSTED_SECONDS = 23 * 3600  # how long we rely on it: a margin for clocks
-MAX_RUNNING = 2                  # per tenant: operations being worked on...
-MAX_WAITING = 5                  # ...and operations waiting for a slot
-DEADLINE_SECONDS = 30            # an operation must be over this long after it starts
-LEASE_SECONDS = 60               # a running slot is held this long, unless given back:
-                                 # longer than the deadline, so a live worker gives up first
-MAX_LOST = 3                     # an operation whose worker died this often is dead
-RETRY_RATIO = 0.1                # retries may be at most 10% of requests...
-BUDGET_WINDOW_SECONDS = 60       # ...over the last minute
-PUT_BACK_SECONDS = 60            # an operation put back waits this long to start again
 MAX_CENTS_PER_HOUR = 50000       # the whole service may charge $500.00 an hour
 
 
@@ -54,15 +44,6 @@ class Parked(Exception):
     """Delivery gave up: the operation is dead, for a person, for this reason."""
 
 
-class RetryLater(Exception):
-    """This worker's retry budget is spent. The operation is not at fault:
-    it goes back to wait, to be tried again later."""
-
-
-class Refused(Exception):
-    """Admission control said no. The caller gets an answer, not a wait."""
-
-
 class OverBudget(Exception):
     """The service's spend budget for this hour is taken. Nothing was sent."""
 
@@ -75,28 +56,11 @@ CREATE TABLE IF NOT EXISTS operations (
     charge_id     TEXT,                 -- the provider's id for the charge
     started_at    REAL                  -- when we first asked the provider
 );
-CREATE TABLE IF NOT EXISTS work (
-    id      TEXT PRIMARY KEY,
-    tenant  TEXT NOT NULL,
-    inputs  TEXT NOT NULL,              -- JSON
-    state   TEXT NOT NULL
-            CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled')),
-    starts  INTEGER NOT NULL DEFAULT 0, -- how often it was started: the fencing token
-    lost    INTEGER NOT NULL DEFAULT 0, -- how often its worker died holding it
-    not_before    REAL NOT NULL DEFAULT 0,  -- while waiting: not to start before this
-    locked_until  REAL,                 -- while running: when its lease runs out
-    cancel_asked  INTEGER NOT NULL DEFAULT 0, -- its client asked to cancel it
-    last_error    TEXT                  -- why it is dead, or was put back
-);
 CREATE TABLE IF NOT EXISTS spend (
     hour   INTEGER PRIMARY KEY,         -- hours since the clock's zero
     cents  INTEGER NOT NULL             -- taken from the budget in that hour
 );
 """
-
-# An operation for which no call to the provider was ever begun: process()
-# writes its record before the first call.
-NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"
 
 
 def open_db(path):
@@ -116,7 +80,12 @@ def digest(inputs):
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
-# ---- the charge: at most once, whatever happens
+def operation_id(tenant, client_id):
+    """The service's id for a client's operation: North's O7 is North/O7, so
+    two tenants may both send O7 and never meet. It is also the provider's
+    idempotency key. (Tenant names never contain a slash.)"""
+    return f"{tenant}/{client_id}"
+
 
 def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
     """Charge for operation op_id once. Safe to call again after a crash at
@@ -156,6 +125,24 @@ def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
     return charge_id
 
 
+def spend(db, cents, clock=time.time):
+    """Take `cents` from this hour's budget, or raise OverBudget. The count
+    lives in the database every worker uses, so all of them spend from one
+    budget; and the check and the take are one UPDATE, so two workers cannot
+    both take the last of it. Returns what is taken this hour, now."""
+    hour = int(clock() // 3600)
+    db.execute("INSERT INTO spend (hour, cents) VALUES (?, 0) ON CONFLICT (hour) DO NOTHING",
+               (hour,))
+    taken = db.execute("UPDATE spend SET cents = cents + ? WHERE hour = ? AND cents + ? <= ?"
+                       " RETURNING cents", (cents, hour, cents, MAX_CENTS_PER_HOUR)).fetchone()
+    if taken is None:
+        (used,) = db.execute("SELECT cents FROM spend WHERE hour = ?", (hour,)).fetchone()
+        raise OverBudget(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, and"
+                         f" {dollars(MAX_CENTS_PER_HOUR - used)} of it is left this hour."
+                         " Nothing was sent")
+    return taken[0]
+
+
 def deliver(db, provider, message,
             attempts=5,                 # tries in all, the first one included
             base=0.2, cap=10.0,         # the ceiling of each wait, in seconds
@@ -185,6 +172,49 @@ def deliver(db, provider, message,
             sleep(wait)
 
 
+# ---- Chapter 11: the limits. Slots, deadlines, budgets, status, cancel
+
+MAX_RUNNING = 2                  # per tenant: operations being worked on...
+MAX_WAITING = 5                  # ...and operations waiting for a slot
+DEADLINE_SECONDS = 30            # an operation must be over this long after it starts
+LEASE_SECONDS = 60               # a running slot is held this long, unless given back:
+                                 # longer than the deadline, so a live worker gives up first
+MAX_LOST = 3                     # an operation whose worker died this often is dead
+RETRY_RATIO = 0.1                # retries may be at most 10% of requests...
+BUDGET_WINDOW_SECONDS = 60       # ...over the last minute
+PUT_BACK_SECONDS = 60            # an operation put back waits this long to start again
+
+
+class RetryLater(Exception):
+    """This worker's retry budget is spent. The operation is not at fault:
+    it goes back to wait, to be tried again later."""
+
+
+class Refused(Exception):
+    """Admission control said no. The caller gets an answer, not a wait."""
+
+
+SCHEMA += """
+CREATE TABLE IF NOT EXISTS work (
+    id      TEXT PRIMARY KEY,
+    tenant  TEXT NOT NULL,
+    inputs  TEXT NOT NULL,              -- JSON
+    state   TEXT NOT NULL
+            CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled')),
+    starts  INTEGER NOT NULL DEFAULT 0, -- how often it was started: the fencing token
+    lost    INTEGER NOT NULL DEFAULT 0, -- how often its worker died holding it
+    not_before    REAL NOT NULL DEFAULT 0,  -- while waiting: not to start before this
+    locked_until  REAL,                 -- while running: when its lease runs out
+    cancel_asked  INTEGER NOT NULL DEFAULT 0, -- its client asked to cancel it
+    last_error    TEXT                  -- why it is dead, or was put back
+);
+"""
+
+# An operation for which no call to the provider was ever begun: process()
+# writes its record before the first call.
+NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"
+
+
 class RetryBudget:
     """One worker's budget: retries may be at most RETRY_RATIO of the
     requests it saw over the last BUDGET_WINDOW_SECONDS. Each worker is a
@@ -210,35 +240,6 @@ class RetryBudget:
             return False
         self.events.append((self.clock(), "retry"))
         return True
-
-
-# ---- the spend budget: one for the whole service, shared by every worker
-
-def spend(db, cents, clock=time.time):
-    """Take `cents` from this hour's budget, or raise OverBudget. The count
-    lives in the database every worker uses, so all of them spend from one
-    budget; and the check and the take are one UPDATE, so two workers cannot
-    both take the last of it. Returns what is taken this hour, now."""
-    hour = int(clock() // 3600)
-    db.execute("INSERT INTO spend (hour, cents) VALUES (?, 0) ON CONFLICT (hour) DO NOTHING",
-               (hour,))
-    taken = db.execute("UPDATE spend SET cents = cents + ? WHERE hour = ? AND cents + ? <= ?"
-                       " RETURNING cents", (cents, hour, cents, MAX_CENTS_PER_HOUR)).fetchone()
-    if taken is None:
-        (used,) = db.execute("SELECT cents FROM spend WHERE hour = ?", (hour,)).fetchone()
-        raise OverBudget(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, and"
-                         f" {dollars(MAX_CENTS_PER_HOUR - used)} of it is left this hour."
-                         " Nothing was sent")
-    return taken[0]
-
-
-# ---- admission: a bounded queue per tenant
-
-def operation_id(tenant, client_id):
-    """The service's id for a client's operation: North's O7 is North/O7, so
-    two tenants may both send O7 and never meet. It is also the provider's
-    idempotency key. (Tenant names never contain a slash.)"""
-    return f"{tenant}/{client_id}"
 
 
 def admit(db, tenant, client_id, inputs):
@@ -343,8 +344,6 @@ def cancel(db, tenant, client_id):
     return f"{op_id} is already {state}, and nothing was charged"
 
 
-# ---- a worker: one operation, from its slot to its end
-
 def work_one(db, provider, tenant, clock=time.time, **retries):
     """Start the tenant's next operation and see it through. Returns its id,
     or None if there was nothing to start."""
@@ -384,366 +383,6 @@ def see_through(db, provider, message, clock=time.time, **retries):
         finish(db, message, "done")
 
 
-# ---- a provider to practise on
-
-class Provider:
-    """A payment provider with Stripe-like keys: the same key and inputs give
-    the same charge for KEY_WINDOW_SECONDS; other inputs under a key are
-    refused. It remembers every charge's key as its reference, for ever."""
-
-    def __init__(self, clock, first_charge=1):
-        self.clock = clock
-        self.keys = {}                  # key -> (input digest, charge id, when)
-        self.charges = {}               # charge id -> reference (the key)
-        self.next_charge = first_charge
-        self.calls = 0
-
-    def charge(self, idempotency_key, timeout=None, **inputs):
-        # It answers at once, so it never needs its timeout: the digest is
-        # of the payment's inputs, not of how long the caller can wait.
-        self.calls += 1
-        known = self.keys.get(idempotency_key)
-        if known and self.clock() - known[2] < KEY_WINDOW_SECONDS:
-            if known[0] != digest(inputs):
-                raise Conflict(f"provider: key {idempotency_key} was used with other inputs")
-            print(f"{'':13}provider: key {idempotency_key} again, same inputs: {known[1]} again")
-            return known[1]
-        charge_id = f"C{self.next_charge}"
-        self.next_charge += 1
-        self.keys[idempotency_key] = (digest(inputs), charge_id, self.clock())
-        self.charges[charge_id] = idempotency_key
-        print(f"{'':13}provider: new charge {charge_id}, key {idempotency_key}")
-        return charge_id
-
-    def find_charge(self, reference, timeout=None):
-        charge_id = next((c for c, ref in self.charges.items() if ref == reference), None)
-        print(f"{'':13}provider: charges with reference {reference}: {charge_id or 'none'}")
-        return charge_id
-
-
-class WorkerCrashed(Exception):
-    pass
-
-
-class CrashAfterCall:
-    """The provider, seen by a worker that dies as soon as the provider has
-    charged: before it can record the charge or acknowledge the message."""
-
-    def __init__(self, provider):
-        self.provider = provider
-
-    def charge(self, **request):
-        self.provider.charge(**request)
-        raise WorkerCrashed()
-
-
-class CrashBeforeCall:
-    """The provider, seen by a worker that dies just before it sends the call."""
-
-    def charge(self, **request):
-        raise WorkerCrashed()
-
-
-class CrashAfterRecord:
-    """The database, seen by a worker that dies as soon as it has recorded the
-    charge: before it can acknowledge the message."""
-
-    def __init__(self, db):
-        self.db = db
-
-    def execute(self, sql, params=()):
-        cursor = self.db.execute(sql, params)
-        if sql.startswith("UPDATE operations"):
-            raise WorkerCrashed()
-        return cursor
-
-
-class Stalled:
-    """The provider on a bad day: it charges, but its answer takes `seconds`.
-    A caller that passes a timeout stops waiting when it runs out, not
-    knowing whether the charge happened; a caller without one waits it out."""
-
-    def __init__(self, provider, seconds):
-        self.provider, self.seconds = provider, seconds
-
-    def charge(self, timeout=None, **request):
-        charge_id = self.provider.charge(**request)
-        waited = self.seconds if timeout is None else min(timeout, self.seconds)
-        self.provider.clock.advance(waited)
-        if waited < self.seconds:
-            print(f"{'':13}no answer within {timeout:g} s: the worker stops waiting")
-            raise Retryable(f"no answer within {timeout:g} s")  # yet it may have charged
-        return charge_id
-
-
-class Outage:
-    """A provider that is down: every call fails, as a 503 would."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def charge(self, **request):
-        self.calls += 1
-        raise Retryable("503 Service Unavailable")
-
-
-# ---- the command line: replays on a simulated clock
-
-class Clock:
-    """Simulated time, in seconds from midnight of day 1. It moves only when
-    told to, so a replay of days takes no time at all."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-    def set(self, day, hours, minutes):
-        self.now = (day - 1) * 86400 + hours * 3600 + minutes * 60
-
-    def advance(self, seconds):
-        self.now += seconds
-
-    def stamp(self):
-        day, seconds = divmod(int(self.now), 86400)
-        return f"day {day + 1} {seconds // 3600:02}:{seconds // 60 % 60:02}"
-
-
-def replay_o7(clock, db, provider, dead):
-    """The O7 timeline, one line at a time: yields (time, text) for each line
-    before doing what it says; time is "" for a line that goes on from the
-    one before. The provider prints what it does as it does it."""
-    o7 = {"id": operation_id("North", "O7"),
-          "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
-
-    def charge_then_crash(message, hours, minutes):
-        """W1 calls the provider, which charges; W1 dies a minute later."""
-        op_id, inputs = message["id"], message["inputs"]
-        clock.set(1, hours, minutes)
-        yield clock.stamp(), (f"W1 takes {op_id} (invoice {inputs['invoice']},"
-                              f" {dollars(inputs['amount_cents'])}) and calls the provider,"
-                              f" key {op_id}")
-        try:
-            process(db, CrashAfterCall(provider), op_id, inputs, clock)
-        except WorkerCrashed:
-            clock.set(1, hours, minutes + 1)
-            yield clock.stamp(), (f"W1 crashes before it records the charge or"
-                                  f" acknowledges {op_id}")
-
-    yield from charge_then_crash(o7, 12, 0)
-    clock.set(1, 12, 2)
-    yield clock.stamp(), (f"the queue delivers {o7['id']} again (at least once, as promised);"
-                          " W2 takes it")
-    charge = deliver(db, provider, o7, clock=clock)
-    yield clock.stamp(), f"W2 records {charge} and acknowledges {o7['id']}"
-    yield "", f"the provider saw {provider.calls} calls and made {len(provider.charges)} charge"
-
-    clock.set(1, 12, 5)
-    changed = {"id": o7["id"], "inputs": dict(o7["inputs"], amount_cents=6000)}
-    yield clock.stamp(), (f"a message for {changed['id']} arrives again, now for"
-                          f" {dollars(changed['inputs']['amount_cents'])}")
-    try:
-        deliver(db, provider, changed, clock=clock)
-    except Parked:
-        dead.append(changed)
-    yield clock.stamp(), f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter"
-
-    o8 = {"id": operation_id("North", "O8"),
-          "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
-    yield from charge_then_crash(o8, 12, 10)
-    clock.set(2, 14, 0)
-    yield clock.stamp(), (f"{o8['id']} is delivered again, 26 hours later: the provider has"
-                          " forgotten its key")
-    charge = deliver(db, provider, o8, clock=clock)
-    yield clock.stamp(), f"W2 records {charge} and acknowledges {o8['id']}"
-    yield "", f"the provider made {len(provider.charges)} charges for 2 operations"
-
-
-def print_o7():
-    clock = Clock()
-    for stamp, text in replay_o7(clock, open_db(":memory:"), Provider(clock, first_charge=9), []):
-        print(f"{stamp:13}{text}")
-
-
-CRASH_POINTS = {"before-call": "before the call",
-                "after-commit": "after the provider's commit",
-                "after-record": "after it recorded the charge, before it acknowledged"}
-
-
-def replay_crash(point):
-    """W1 dies at one of the three points; W2 gets the operation again."""
-    clock = Clock()
-    db, provider = open_db(":memory:"), Provider(clock)
-    o7 = {"id": operation_id("North", "O7"),
-          "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
-    w1_db, w1_provider = db, provider
-    if point == "before-call":
-        w1_provider = CrashBeforeCall()
-    elif point == "after-commit":
-        w1_provider = CrashAfterCall(provider)
-    else:
-        w1_db = CrashAfterRecord(db)
-    print(f"W1 takes {o7['id']} ({dollars(o7['inputs']['amount_cents'])}), stores it as"
-          " started, and goes to call the provider")
-    try:
-        process(w1_db, w1_provider, o7["id"], o7["inputs"], clock)
-    except WorkerCrashed:
-        state, charge = db.execute("SELECT state, charge_id FROM operations WHERE id = ?",
-                                   (o7["id"],)).fetchone()
-        print(f"W1 crashes {CRASH_POINTS[point]}; our record: {state}, charge {charge or 'none'}")
-    print(f"the queue delivers {o7['id']} again; W2 takes it")
-    charge = deliver(db, provider, o7, clock=clock)
-    print(f"W2 acknowledges {o7['id']} with charge {charge}")
-    calls = f"{provider.calls} call{'s' * (provider.calls > 1)}"
-    print(f"the provider saw {calls} and made {len(provider.charges)} charge"
-          f"{'s' * (len(provider.charges) > 1)}")
-
-
-def show_admission():
-    clock = Clock()
-    db = open_db(":memory:")
-
-    def submit(tenant, client_id, again=""):
-        try:
-            state, _ = admit(db, tenant, client_id, {"invoice": client_id})
-            print(f"{tenant} submits {client_id}{again}: {state}")
-        except Refused as refusal:
-            print(f"{tenant} submits {client_id}{again}: refused: {refusal}")
-
-    def start(tenant, when=""):
-        message = start_next(db, tenant, clock)
-        started = message["id"] if message else f"none: {tenant} has {MAX_RUNNING} running"
-        print(f"{when}the worker starts {tenant}'s next: {started}")
-        return message
-
-    print(f"each tenant may have {MAX_RUNNING} operations running and {MAX_WAITING} waiting")
-    for number in range(1, MAX_WAITING + 3):              # two more than may wait
-        submit("North", f"N{number}")
-    submit("North", "N1", " again")                       # answered, not queued twice
-    running = [start("North") for _ in range(MAX_RUNNING)]
-    start("North")
-    submit("South", "N1")
-    start("South")
-    submit("North", f"N{MAX_WAITING + 1}", " again")
-    print(f"the workers running {' and '.join(m['id'] for m in running)} die;"
-          " nothing gives their slots back")
-    clock.advance(LEASE_SECONDS)
-    start("North", f"after {clock.now:.0f} s, their leases still hold: ")
-    clock.advance(1)
-    start("North", f"after {clock.now:.0f} s, their leases have run out: ")
-
-
-def why(db, tenant, client_id):
-    """The reason an operation's record keeps: why it is dead, or was put back."""
-    (reason,) = db.execute("SELECT last_error FROM work WHERE id = ?",
-                           (operation_id(tenant, client_id),)).fetchone()
-    return f"; why: {reason}" if reason else ""
-
-
-def show_cancel():
-    clock = Clock()
-    db, provider = open_db(":memory:"), Provider(clock)
-    for client_id in ("P1", "P2", "P3", "P4"):
-        admit(db, "North", client_id, {"tenant": "North", "invoice": client_id,
-                                       "amount_cents": 1000})
-    print("the worker runs P1, then P2 while the provider is down; P3 starts; P4 waits")
-    work_one(db, provider, "North", clock=clock)
-    work_one(db, Outage(), "North", clock=clock, attempts=1)
-    p3 = start_next(db, "North", clock)
-    for client_id in ("P1", "P2", "P3", "P4"):
-        state, charge = status(db, "North", client_id)
-        print(f"status of {client_id}: {state}, charge {charge}{why(db, 'North', client_id)}")
-    for tenant, client_id in (("North", "P4"), ("North", "P4"), ("North", "P3"),
-                              ("North", "P2"), ("North", "P1"), ("North", "P9"),
-                              ("South", "P1")):
-        print(f"{tenant} cancels {client_id}: {cancel(db, tenant, client_id)}")
-    see_through(db, provider, p3, clock)
-    state, charge = status(db, "North", "P3")
-    print(f"the worker reaches P3's safe point, before the call: {state}, charge {charge}")
-
-
-def show_deadline():
-    clock = Clock()
-    db, provider = open_db(":memory:"), Provider(clock)
-    stalled = Stalled(provider, 600)
-    admit(db, "North", "O9", {"tenant": "North", "invoice": 9, "amount_cents": 3000})
-    print(f"an operation must be over within {DEADLINE_SECONDS} s;"
-          f" today the provider answers after {stalled.seconds} s")
-    print(f"W1 starts {operation_id('North', 'O9')} and calls the provider")
-    work_one(db, stalled, "North", clock=clock)
-    print(f"W1 gives its slot back after {clock():g} s")
-    state, charge = status(db, "North", "O9")
-    print(f"status of O9: {state}, charge {charge}{why(db, 'North', 'O9')}")
-
-
-def show_budget():
-    print("the provider is down; 100 charges arrive, one every 0.5 s, each allowed 5 tries")
-    for budget_on in (False, True):
-        clock, outage, parked, put_back = Clock(), Outage(), 0, 0
-        budget = RetryBudget(clock) if budget_on else None
-        rng = random.Random(1)
-        for number in range(100):
-            clock.now = max(clock.now, number * 0.5)
-            message = {"id": f"M{number}", "inputs": {"amount_cents": 100}}
-            try:
-                deliver(open_db(":memory:"), outage, message, sleep=clock.advance,
-                        budget=budget, rng=rng, clock=clock)
-            except Parked:
-                parked += 1
-            except RetryLater:
-                put_back += 1
-        name = (f"with a {RETRY_RATIO:.0%} retry budget" if budget_on
-                else "without a retry budget")
-        print(f"{name}: {outage.calls} calls to the provider,"
-              f" {outage.calls - 100} of them retries;"
-              f" {parked} parked for a person, {put_back} put back for later")
-
-
-def show_spend():
-    clock = Clock()
-    provider = Provider(clock)
-    if os.path.exists("spend.db"):
-        os.remove("spend.db")                           # each run starts afresh
-    workers = {"W1": open_db("spend.db"), "W2": open_db("spend.db")}   # two connections
-    print(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, across all tenants;"
-          " W1 and W2 count it in spend.db")
-    for number, tenant in ((1, "North"), (2, "South"), (3, "North")):
-        admit(workers["W1"], tenant, f"B{number}",
-              {"tenant": tenant, "invoice": number, "amount_cents": 20000})
-    for hours, minutes, worker, tenant in ((12, 0, "W1", "North"), (12, 10, "W2", "South"),
-                                           (12, 20, "W1", "North"), (13, 0, "W2", "North")):
-        clock.set(1, hours, minutes)
-        db = workers[worker]
-        op_id, inputs = db.execute("SELECT id, inputs FROM work WHERE tenant = ?"
-                                   " AND state = 'waiting' ORDER BY rowid LIMIT 1",
-                                   (tenant,)).fetchone()
-        print(f"{clock.stamp()}  {worker} runs {op_id}"
-              f" ({dollars(json.loads(inputs)['amount_cents'])})")
-        try:
-            work_one(db, provider, tenant, clock=clock)
-        except OverBudget as refusal:
-            print(f"{'':13}refused: {refusal}")
-            state, charge = status(db, tenant, op_id.partition("/")[2])
-            print(f"{'':13}status of {op_id}: {state}, charge {charge}")
-
-
-def main():
-    commands = {"o7": print_o7, "admission": show_admission, "cancel": show_cancel,
-                "deadline": show_deadline, "budget": show_budget, "spend": show_spend,
-                "crash": replay_crash}
-    parser = argparse.ArgumentParser(description="Replays of Chapter 10's worked cases.")
-    parser.add_argument("command", choices=commands)
-    parser.add_argument("point", nargs="?", choices=CRASH_POINTS,
-                        help="for crash: where W1 dies")
-    args = parser.parse_args()
-    if args.command != "crash":
-        commands[args.command]()
-    elif args.point:
-        replay_crash(args.point)
-    else:
-        parser.error("crash needs a point: " + ", ".join(CRASH_POINTS))
-
-
 if __name__ == "__main__":
-    main()
+    import ex09_practice_given          # the replays: given, downloaded, not typed
+    ex09_practice_given.main()

@@ -630,7 +630,8 @@ def test_the_race_stepper_plays_a_seeded_order_again_the_same_way(watched, site_
 
 
 CHAPTER_8 = "idempotency-making-repeats-harmless.html"
-CHAPTER_10 = "limits-bounding-the-work.html"
+CHAPTER_10 = "one-charge-exactly-once.html"
+CHAPTER_11 = "limits-bounding-the-work.html"
 
 
 def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
@@ -1651,7 +1652,7 @@ def test_the_herd_picture_keeps_still_when_asked(watched, site_url):
 
 
 # ---- picture: retry budget
-# (the retry-budget simulation, Chapter 10)
+# (the retry-budget simulation, Chapter 11)
 
 from sims.retry_budget.engine import RetryBudget          # noqa: E402  (its numbers)
 
@@ -1667,7 +1668,7 @@ def test_the_retry_budget_curves_are_the_engines_table(watched, site_url):
     shape of their points and by their words: without a budget the load
     climbs to the engine's 3.0× at total failure, with one it stays under
     the 1.2× line, and each line's last words give its number."""
-    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    sim = start_simulation(watched, site_url, CHAPTER_11, "retry-budget")
     curves = sim.locator("svg.rb-curves")
     expect(curves).to_have_attribute("role", "img")
     table = RetryBudget().state()["amplification"]
@@ -1707,7 +1708,7 @@ def test_the_recovery_picture_draws_every_second_and_says_if_it_came_back(watche
     of what the backend can answer. With a budget (switched on from the
     keyboard) it comes back at the second the engine says, and its load
     bars drop below that line."""
-    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    sim = start_simulation(watched, site_url, CHAPTER_11, "retry-budget")
     run = sim.locator("svg.rb-run")
     expect(run).to_have_attribute("role", "img")
     down = RetryBudget().state()
@@ -1741,7 +1742,7 @@ def test_the_retry_budget_tasks_by_keyboard(watched, site_url):
     Try jitter without a budget (still down), bring it back with the budget,
     then find a load at which it comes back without one: the load slider
     moved by its arrow keys until the engine says it came back."""
-    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget", keyboard=True)
+    sim = start_simulation(watched, site_url, CHAPTER_11, "retry-budget", keyboard=True)
     # A task that is a question ends the line with its question mark alone.
     expect(sim.locator(".sim-status")).to_have_text(
         "Try first: without a budget, try jitter: does it bring the backend back?")
@@ -1778,7 +1779,7 @@ def test_the_retry_budget_picture_follows_the_theme_and_keeps_still_when_asked(w
     words that say where it recovered fade in only for a reader who allows
     motion."""
     watched.emulate_media(color_scheme="light", reduced_motion="no-preference")
-    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    sim = start_simulation(watched, site_url, CHAPTER_11, "retry-budget")
     answered(sim)
 
     follows_the_theme_and_keeps_still(watched, lambda: sim.evaluate("""(sim) => [
@@ -1795,7 +1796,7 @@ def test_the_retry_budget_fits_or_says_it_scrolls(browser, site_url, width):
     simulation's box, and a box that scrolls sideways says so."""
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
-    sim = start_simulation(page, site_url, CHAPTER_10, "retry-budget")
+    sim = start_simulation(page, site_url, CHAPTER_11, "retry-budget")
     for switch in ("Retry budget", "Retry budget"):       # both words on the run
         sim.get_by_label(switch, exact=True).click()
         answered(sim)
@@ -1817,7 +1818,7 @@ def test_the_retry_budget_fits_or_says_it_scrolls(browser, site_url, width):
 def test_the_retry_budget_has_no_serious_accessibility_violations(browser, site_url, scheme):
     context = browser.new_context(bypass_csp=True, color_scheme=scheme)
     page = context.new_page()
-    sim = start_simulation(page, site_url, CHAPTER_10, "retry-budget")
+    sim = start_simulation(page, site_url, CHAPTER_11, "retry-budget")
     sim.get_by_label("Retry budget", exact=True).click()
     answered(sim)
     violations = serious_violations(page, '.sim[data-sim="retry-budget"]')
@@ -1827,7 +1828,7 @@ def test_the_retry_budget_has_no_serious_accessibility_violations(browser, site_
 
 def test_the_retry_budget_needs_no_more_than_the_trimmed_standard_library(watched, site_url):
     fetched = python_requests(watched)
-    sim = start_simulation(watched, site_url, CHAPTER_10, "retry-budget")
+    sim = start_simulation(watched, site_url, CHAPTER_11, "retry-budget")
     for label in ("Retry budget", "Jitter"):
         sim.get_by_label(label, exact=True).click()
         answered(sim)

@@ -69,6 +69,19 @@ def test_every_internal_link_and_anchor_resolves(site):
     assert not problems, "\n".join(problems)
 
 
+def test_every_given_file_is_linked_and_downloads_as_it_is_in_code(site):
+    """Each given file of code/ (named *_given.py: downloaded, never typed)
+    is linked from the guide's pages, and the link leads to a byte-for-byte
+    copy of it."""
+    givens = sorted((ROOT / "code").rglob("*_given.py"))
+    assert givens
+    links = {link for path in html_files(site) for link in Page(path).links}
+    for source in givens:
+        name = source.relative_to(ROOT / "code").as_posix()
+        assert f"given/{name}" in links, f"no page links to given/{name}"
+        assert (site / "given" / name).read_bytes() == source.read_bytes()
+
+
 def test_every_listing_is_exactly_its_source(site):
     """The listings of the one-page guide, in order, against the files they include."""
     includes = [block for block in guide.read_guide(ROOT / "guide.md")
@@ -159,6 +172,12 @@ GOOD_START = "---\ntitle: T\n---\n\n# 1. One\n\nText.\n\n"     # the next line i
     ('::: check\nA question.\n', "guide.md:9: div is never closed"),
     ('See [the glossary](#gl-nothing).\n',
      "guide.md:9: link to #gl-nothing, which no heading or block in the guide has"),
+    ('Download [it](given/ex09_missing_given.py).\n',
+     "guide.md:9: link to given/ex09_missing_given.py, but code/ex09_missing_given.py is "
+     "not a given file"),
+    ('Download [it](given/ex09_charge_worker.py).\n',
+     "guide.md:9: link to given/ex09_charge_worker.py, but code/ex09_charge_worker.py is "
+     "not a given file"),
 ])
 def test_broken_input_names_its_line_and_keeps_the_old_site(broken, text, message):
     stderr = broken(GOOD_START + text)

@@ -19,6 +19,7 @@ import pytest
 
 import guide
 from harness import catalogue, sandbox
+from sims import course
 from helpers import Clock, TopOfRange, fresh_copy, import_learner_file, require
 
 exercise = pytest.mark.exercise
@@ -1151,47 +1152,32 @@ def ex09(folder, monkeypatch):
         yield import_learner_file(folder / "ex09_charge_worker.py", "ex09")
 
 
+@pytest.fixture
+def practice(ex09):
+    """Exercise 9's given file, ex09_practice_given.py: the provider, the
+    crash doubles, the clock and the replays, driving the learner's worker.
+    Always code/'s copy, never the learner's: it is given, not typed."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return course.fresh("ex09_practice_given.py", ex09_charge_worker=ex09)
+
+
 O7 = {"tenant": "North", "invoice": 7, "amount_cents": 5000}
-
-
-class CrashingDb:
-    """A connection that dies (raises) right after a statement matching `after` runs."""
-
-    def __init__(self, db, after):
-        self.db, self.after = db, after
-
-    def execute(self, sql, params=()):
-        result = self.db.execute(sql, params)
-        if re.match(self.after, sql.strip()):
-            raise SystemExit("crashed")
-        return result
-
-
-class CrashingProvider:
-    """A provider that dies before passing the call on, or right after it."""
-
-    def __init__(self, provider, before):
-        self.provider, self.before = provider, before
-
-    def charge(self, **request):
-        if self.before:
-            raise SystemExit("crashed")
-        self.provider.charge(**request)
-        raise SystemExit("crashed")
 
 
 @exercise("ex09_charge_worker.py")
 @pytest.mark.parametrize("moment", ["before the call", "after the provider's commit",
                                     "after local persistence"])
-def test_ex09_a_crash_at_any_point_ends_with_exactly_one_charge(ex09, moment):
+def test_ex09_a_crash_at_any_point_ends_with_exactly_one_charge(ex09, moment, practice):
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     crashing_db, crashing_provider = db, provider
     if moment == "after local persistence":
-        crashing_db = CrashingDb(db, "UPDATE operations")
+        crashing_db = practice.CrashAfterRecord(db)
+    elif moment == "before the call":
+        crashing_provider = practice.CrashBeforeCall()
     else:
-        crashing_provider = CrashingProvider(provider, moment == "before the call")
-    with pytest.raises(SystemExit):
+        crashing_provider = practice.CrashAfterCall(provider)
+    with pytest.raises(practice.WorkerCrashed):
         ex09.process(crashing_db, crashing_provider, "O7", O7, clock)
     clock.now += 120                                     # redelivered two minutes later
     first = ex09.process(db, provider, "O7", O7, clock)
@@ -1202,20 +1188,20 @@ def test_ex09_a_crash_at_any_point_ends_with_exactly_one_charge(ex09, moment):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_redelivery_after_the_providers_commit_returns_the_same_charge(ex09):
+def test_ex09_redelivery_after_the_providers_commit_returns_the_same_charge(ex09, practice):
     """The O7 case: the provider sees two calls and makes one charge."""
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock, first_charge=9)
-    with pytest.raises(ex09.WorkerCrashed):
-        ex09.process(db, ex09.CrashAfterCall(provider), "O7", O7, clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock, first_charge=9)
+    with pytest.raises(practice.WorkerCrashed):
+        ex09.process(db, practice.CrashAfterCall(provider), "O7", O7, clock)
     assert ex09.deliver(db, provider, {"id": "O7", "inputs": O7}, clock=clock) == "C9"
     assert (provider.calls, list(provider.charges)) == (2, ["C9"])
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_changed_inputs_under_one_id_are_a_conflict(ex09):
+def test_ex09_changed_inputs_under_one_id_are_a_conflict(ex09, practice):
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     ex09.process(db, provider, "O7", O7, clock)
     with pytest.raises(ex09.Conflict):
         ex09.process(db, provider, "O7", dict(O7, amount_cents=6000), clock)
@@ -1273,15 +1259,15 @@ def test_ex09_persistent_failures_and_conflicts_are_parked_with_their_reason(ex0
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_after_the_key_window_the_worker_reconciles(ex09):
+def test_ex09_after_the_key_window_the_worker_reconciles(ex09, practice):
     """A redelivery after the provider forgot the key finds the charge instead
     of making a second one; with nothing to find, it charges once."""
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
-    with pytest.raises(ex09.WorkerCrashed):
-        ex09.process(db, ex09.CrashAfterCall(provider), "O8", O7, clock)
-    with pytest.raises(SystemExit):
-        ex09.process(db, CrashingProvider(provider, before=True), "O9", O7, clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    with pytest.raises(practice.WorkerCrashed):
+        ex09.process(db, practice.CrashAfterCall(provider), "O8", O7, clock)
+    with pytest.raises(practice.WorkerCrashed):
+        ex09.process(db, practice.CrashBeforeCall(), "O9", O7, clock)
     clock.now += 26 * 3600
     assert ex09.process(db, provider, "O8", O7, clock) == "C1"
     assert ex09.process(db, provider, "O9", O7, clock) == "C2"
@@ -1339,8 +1325,8 @@ def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancelled(ex09):
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(Clock())
+def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancelled(ex09, practice):
+    db, provider = ex09.open_db(":memory:"), practice.Provider(Clock())
     for client_id in ("P1", "P2"):
         ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
     message = ex09.start_next(db, "North")
@@ -1361,8 +1347,8 @@ def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancel
 def test_ex09_a_new_id_is_a_new_intent_and_a_new_charge(folder):
     """Study Drill 2: the $60.00 message under the id O7b is a new operation:
     the provider makes a new charge for it."""
-    sandbox.apply_edit(folder, "ex09_charge_worker.py", 'changed = {"id": o7["id"],',
-                       'changed = {"id": operation_id("North", "O7b"),')
+    sandbox.apply_edit(folder, "ex09_practice_given.py", 'changed = {"id": o7["id"],',
+                       'changed = {"id": worker.operation_id("North", "O7b"),')
     status, output = sandbox.run("python3 ex09_charge_worker.py o7", folder)
     assert status == 0 and "provider: new charge C10, key North/O7b" in output, output
 
@@ -1412,18 +1398,19 @@ def test_ex09_admitting_a_known_id_answers_with_its_status(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_status_follows_an_operation_until_it_is_charged(ex09):
+def test_ex09_status_follows_an_operation_until_it_is_charged(ex09, practice):
     """A client polls status: waiting, running, then done with its charge;
     an id nobody submitted has no status."""
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock, first_charge=9)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock, first_charge=9)
     assert ex09.status(db, "North", "O7") is None
     ex09.admit(db, "North", "O7", O7)
     assert ex09.status(db, "North", "O7") == ("waiting", "none")
     message = ex09.start_next(db, "North", clock)
     assert ex09.status(db, "North", "O7") == ("running", "none")
-    with pytest.raises(ex09.WorkerCrashed):              # called, and no answer recorded
-        ex09.process(db, ex09.CrashAfterCall(provider), message["id"], message["inputs"], clock)
+    with pytest.raises(practice.WorkerCrashed):    # called, and no answer recorded
+        ex09.process(db, practice.CrashAfterCall(provider), message["id"], message["inputs"],
+                     clock)
     assert ex09.status(db, "North", "O7") == ("running", "unknown")
     ex09.deliver(db, provider, message, clock=clock)
     ex09.finish(db, message, "done")
@@ -1431,11 +1418,11 @@ def test_ex09_status_follows_an_operation_until_it_is_charged(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_two_tenants_may_use_one_id_and_never_meet(ex09):
+def test_ex09_two_tenants_may_use_one_id_and_never_meet(ex09, practice):
     """North's O7 and South's O7 are two operations, with two provider keys;
     neither tenant sees the other's."""
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     south = {"tenant": "South", "invoice": 7, "amount_cents": 100}
     assert ex09.admit(db, "North", "O7", O7) == ("waiting", "none")
     assert ex09.admit(db, "South", "O7", south) == ("waiting", "none")
@@ -1508,7 +1495,7 @@ def test_ex09_a_worker_whose_lease_ran_out_cannot_end_the_operation(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_cancel_answers_for_dead_cancelled_and_unknown_operations(ex09):
+def test_ex09_cancel_answers_for_dead_cancelled_and_unknown_operations(ex09, practice):
     """cancel() says what is true in every state: a dead operation may have
     been charged if a call was made; a cancelled one is cancelled; an id the
     tenant never used is unknown, whoever else used it."""
@@ -1518,7 +1505,7 @@ def test_ex09_cancel_answers_for_dead_cancelled_and_unknown_operations(ex09):
         ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
     called = ex09.start_next(db, "North", clock)           # P1: the provider is down
     with pytest.raises(ex09.Parked):
-        ex09.deliver(db, ex09.Outage(), called, attempts=1)
+        ex09.deliver(db, practice.Outage(), called, attempts=1)
     ex09.finish(db, called, "dead")
     ex09.finish(db, ex09.start_next(db, "North", clock), "dead")   # P2: never called
     answers = {client_id: ex09.cancel(db, "North", client_id)
@@ -1543,14 +1530,14 @@ class BrokenProvider:
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_a_worker_gives_its_slot_back_on_every_way_out(ex09):
+def test_ex09_a_worker_gives_its_slot_back_on_every_way_out(ex09, practice):
     """work_one() frees its running slot whether the operation is charged,
     refused as a conflict, parked after its tries, or ends in an exception
     nobody expected (which still reaches the caller)."""
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
-    with pytest.raises(SystemExit):                      # North/P2 was begun with other inputs
-        ex09.process(db, CrashingProvider(provider, before=True), "North/P2",
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    with pytest.raises(practice.WorkerCrashed):    # North/P2 was begun with other inputs
+        ex09.process(db, practice.CrashBeforeCall(), "North/P2",
                      dict(O7, amount_cents=1), clock)
     for client_id in ("P1", "P2", "P3", "P4"):
         ex09.admit(db, "North", client_id, O7)
@@ -1574,10 +1561,10 @@ def test_ex09_a_worker_gives_its_slot_back_on_every_way_out(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_the_provider_binds_a_key_to_its_inputs_not_to_a_timeout(ex09):
+def test_ex09_the_provider_binds_a_key_to_its_inputs_not_to_a_timeout(ex09, practice):
     """The same key and inputs give the same charge whatever time each call
     had left; the same key with other inputs is refused."""
-    provider = ex09.Provider(Clock())
+    provider = practice.Provider(Clock())
     first = provider.charge(idempotency_key="North/O7", timeout=30, **O7)
     assert provider.charge(idempotency_key="North/O7", timeout=12.5, **O7) == first
     with pytest.raises(ex09.Conflict):
@@ -1603,18 +1590,18 @@ class SlowFlakyProvider:
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_each_call_gets_the_time_left_before_the_deadline(ex09):
+def test_ex09_each_call_gets_the_time_left_before_the_deadline(ex09, practice):
     """deliver() passes every call the time left as its timeout, waits only
     when a retry still fits, and is over by the deadline."""
     message, top = {"id": "North/O7", "inputs": O7}, TopOfRange()
-    clock = ex09.Clock()
+    clock = practice.Clock()
     provider = SlowFlakyProvider(ex09, clock, seconds=2, failures=2)
     deadline = clock() + 30
     assert ex09.deliver(ex09.open_db(":memory:"), provider, message, sleep=clock.advance,
                         rng=top, clock=clock, deadline=deadline) == "charge-North/O7"
     assert [when + timeout for when, timeout in provider.seen] == [deadline] * 3
     assert [timeout for _, timeout in provider.seen] == pytest.approx([30, 27.8, 25.4])
-    clock = ex09.Clock()
+    clock = practice.Clock()
     provider = SlowFlakyProvider(ex09, clock, seconds=10, failures=99)
     with pytest.raises(ex09.Parked, match="no time left before the deadline"):
         ex09.deliver(ex09.open_db(":memory:"), provider, message, sleep=clock.advance,
@@ -1624,15 +1611,15 @@ def test_ex09_each_call_gets_the_time_left_before_the_deadline(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_a_stalled_provider_costs_the_deadline_not_the_stall(ex09):
+def test_ex09_a_stalled_provider_costs_the_deadline_not_the_stall(ex09, practice):
     """A provider that charges but answers only after 600 s: the call is cut
     off at the deadline as a Retryable failure, the operation is parked with
     its charge unknown, and the slot is free; a later delivery with the same
     key finds the charge instead of making another."""
-    clock = ex09.Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    clock = practice.Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     ex09.admit(db, "North", "O9", dict(O7, invoice=9))
-    assert ex09.work_one(db, ex09.Stalled(provider, 600), "North",
+    assert ex09.work_one(db, practice.Stalled(provider, 600), "North",
                          clock=clock) == "North/O9"
     assert clock() == ex09.DEADLINE_SECONDS < ex09.LEASE_SECONDS    # given up within its lease
     assert ex09.status(db, "North", "O9") == ("dead", "unknown")
@@ -1643,7 +1630,7 @@ def test_ex09_a_stalled_provider_costs_the_deadline_not_the_stall(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_a_spent_retry_budget_puts_a_healthy_message_back_for_later(ex09):
+def test_ex09_a_spent_retry_budget_puts_a_healthy_message_back_for_later(ex09, practice):
     """With the retry budget spent, a delivery that fails is not tried again
     now: one call, no wait, and RetryLater, not Parked. The worker puts the
     operation back to wait, with the reason, and starts it again after
@@ -1660,13 +1647,13 @@ def test_ex09_a_spent_retry_budget_puts_a_healthy_message_back_for_later(ex09):
     assert down.calls == 1
     ex09.admit(db, "North", "O8", dict(O7, invoice=8))
     with pytest.raises(ex09.RetryLater):
-        ex09.work_one(db, ex09.Outage(), "North", clock=clock, budget=ex09.RetryBudget(clock))
+        ex09.work_one(db, practice.Outage(), "North", clock=clock, budget=ex09.RetryBudget(clock))
     assert ex09.status(db, "North", "O8") == ("waiting", "unknown")
     (reason,) = db.execute("SELECT last_error FROM work").fetchone()
     assert "retry budget is spent" in reason
     assert ex09.start_next(db, "North", clock) is None   # not again at once...
     clock.now += ex09.PUT_BACK_SECONDS
-    assert ex09.work_one(db, ex09.Provider(clock), "North", clock=clock) == "North/O8"
+    assert ex09.work_one(db, practice.Provider(clock), "North", clock=clock) == "North/O8"
     assert ex09.status(db, "North", "O8") == ("done", "C1")   # ...but later, with its key
     for _ in range(8):
         budget.request()
@@ -1778,12 +1765,12 @@ def test_ex09_two_requests_cannot_both_take_the_last_waiting_slot(ex09, tmp_path
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing(ex09):
+def test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing(ex09, practice):
     """Once the hour's budget is taken, by any tenant, a worker is refused
     with the reason; the provider hears nothing, nothing is parked, the
     operation waits with no charge, and runs in the next hour."""
     clock = Clock(now=12 * 3600)
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     half = ex09.MAX_CENTS_PER_HOUR // 2
     for tenant, client_id in (("North", "B1"), ("South", "B2"), ("North", "B3")):
         ex09.admit(db, tenant, client_id, dict(O7, tenant=tenant, invoice=client_id,
@@ -1801,14 +1788,14 @@ def test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing(ex09):
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker(ex09):
+def test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker(ex09, practice):
     """Refused by the budget again and again, an operation goes back to wait
     each time: no slot, no lease, nothing recorded or spent, and no lost
     worker counted toward MAX_LOST. So when it does start, next hour, and
     its worker dies once, it is started again, not buried as a poison
     message."""
     clock = Clock(now=12 * 3600)
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     ex09.spend(db, ex09.MAX_CENTS_PER_HOUR - 50, clock)      # the hour is all but spent
     ex09.admit(db, "North", "B1", dict(O7, amount_cents=100))
     for _ in range(ex09.MAX_LOST + 1):
@@ -1841,14 +1828,14 @@ class StallPastTheLease:
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts(ex09):
+def test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts(ex09, practice):
     """Money is counted once per operation, when it is first written down
     before any call: W1 stalls past its lease, W2 starts the operation
     again and gets the same charge back from the provider, and the hour's
     budget holds the amount once, not once per start. An operation that
     ends before any call (put back over budget, or cancelled) spends nothing."""
     clock = Clock(now=12 * 3600)
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     ex09.admit(db, "North", "O7", O7)
     assert ex09.work_one(db, StallPastTheLease(ex09, db, provider, clock), "North",
                          clock=clock) == "North/O7"
@@ -1858,14 +1845,14 @@ def test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts(
 
 
 @exercise("ex09_charge_worker.py")
-def test_ex09_a_running_operation_asked_to_cancel_stops_at_its_safe_point(ex09):
+def test_ex09_a_running_operation_asked_to_cancel_stops_at_its_safe_point(ex09, practice):
     """Cooperative cancellation: a client may ask to cancel an operation that
     is running but has not called the provider; the worker checks at its
     safe point, before the call, and ends it cancelled, with nothing sent or
     spent. Once a call may have been made, the request cannot be honoured:
     the answer says so, and the one key keeps it to one charge."""
     clock = Clock()
-    db, provider = ex09.open_db(":memory:"), ex09.Provider(clock)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     for client_id in ("P1", "P2"):
         ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))
     first, second = (ex09.start_next(db, "North", clock) for _ in range(2))
@@ -1873,8 +1860,8 @@ def test_ex09_a_running_operation_asked_to_cancel_stops_at_its_safe_point(ex09):
     ex09.see_through(db, provider, first, clock)
     assert ex09.status(db, "North", "P1") == ("cancelled", "none")
     assert provider.calls == 0 and db.execute("SELECT sum(cents) FROM spend").fetchone() == (None,)
-    with pytest.raises(SystemExit):                      # P2's worker dies after the call
-        ex09.process(db, CrashingProvider(provider, before=False), second["id"],
+    with pytest.raises(practice.WorkerCrashed):    # P2's worker dies after the call
+        ex09.process(db, practice.CrashAfterCall(provider), second["id"],
                      second["inputs"], clock)
     answer = ex09.cancel(db, "North", "P2")
     assert "cannot be cancelled now" in answer and "asked to stop" not in answer

@@ -256,6 +256,35 @@ def test_a_function_that_never_returns_is_a_timeout(tmp_path):
     assert "Failed: Timeout (>5.0s)" in result.stdout
 
 
+@pytest.mark.parametrize("given", ["reference", "broken", "missing"])
+def test_a_learners_given_file_is_never_graded(tmp_path, given):
+    """A given file (ex09_practice_given.py) is downloaded, not typed: a
+    learner's folder with a broken copy, or none, is graded as one with the
+    reference's copy, since the tests run code/'s given file with the
+    learner's exercise."""
+    learner = tmp_path / "ann"
+    learner.mkdir()
+    shutil.copy(CODE / "ex09_charge_worker.py", learner)
+    shutil.copy(CODE / "ex09_practice_given.py", learner)
+    if given == "broken":
+        (learner / "ex09_practice_given.py").write_text("raise SystemExit('not this one')\n")
+    elif given == "missing":
+        (learner / "ex09_practice_given.py").unlink()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_exercises.py",
+         "-k", "ex09 and (trusting or new_id or crash)", f"--work={learner}"],
+        cwd=ROOT, capture_output=True, text=True)
+    assert "\nex09_charge_worker.py  PASS\n" in result.stdout, result.stdout
+    summary = result.stdout.splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary, result.stdout
+    # a session that names no exercise runs the learner's folder as it is,
+    # but for its given files, which are code/'s
+    copy = tmp_path / "copy"
+    sandbox.copy_sources(learner, copy)
+    assert (copy / "ex09_practice_given.py").read_bytes() == \
+        (CODE / "ex09_practice_given.py").read_bytes()
+
+
 # ---------------------------------------------------------------- reports
 
 EX04 = "ex04_durable_queue.py"
@@ -371,7 +400,7 @@ def test_make_grade_prints_only_its_progress_and_the_table(tmp_path):
 
 
 def test_the_optional_lab_has_a_column_for_those_who_handed_it_in(tmp_path):
-    """Ann typed Chapter 11's races_pg.py, Bob did not: the lab's column says
+    """Ann typed Chapter 12's races_pg.py, Bob did not: the lab's column says
     so, Bob's passed count and report leave it out, and the class passed."""
     learners = tmp_path / "class"
     for name in ("ann", "bob"):

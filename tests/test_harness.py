@@ -582,6 +582,16 @@ def test_a_command_that_imports_tinyq_belongs_to_the_capstone_library():
         "capstone/tinyq.py", None, "capstone/chaos.py"]
 
 
+def test_a_command_that_runs_a_given_file_belongs_to_the_exercise_it_serves():
+    """A given file is never an exercise of its own: a command that runs or
+    imports ex09_practice_given.py is graded for ex09_charge_worker.py."""
+    text, _ = guide_text(("console", "$ python3 ex09_practice_given.py o7\n"),
+                         ("console", "$ python3 -c \"import ex09_practice_given\"\n"),
+                         ("console", "$ python3 ex09_charge_worker.py o7\n"))
+    blocks = [region.parsed for region in sessions.parse_console_blocks(Document(text, "guide.md"))]
+    assert [catalogue.exercise_of(block) for block in blocks] == ["ex09_charge_worker.py"] * 3
+
+
 # ---------------------------------------------------------------- grading a WORK folder
 
 def grade(work, *tests):

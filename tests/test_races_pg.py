@@ -1,4 +1,4 @@
-"""capstone/races_pg.py: chapter 11's races, on the private PostgreSQL
+"""capstone/races_pg.py: chapter 12's races, on the private PostgreSQL
 server of conftest.py. Its output is held line by line: these are the facts
 the chapter states about PostgreSQL."""
 import subprocess

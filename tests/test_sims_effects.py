@@ -709,9 +709,10 @@ def test_the_o7_story_is_ex09s_own(blind):
     ex09 = course.fresh("ex09_charge_worker.py")
     if blind:
         ex09.KEY_TRUSTED_SECONDS = 48 * 3600
+    practice = course.fresh("ex09_practice_given.py", ex09_charge_worker=ex09)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        ex09.print_o7()
+        practice.print_o7()
     assert story_lines(play_story(blind=blind)) == printed.getvalue().splitlines()
 
 

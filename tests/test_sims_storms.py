@@ -1,6 +1,6 @@
 """Retry storms, measured: the thundering-herd engine (Chapter 6) against
 what Marc Brooker's "Exponential Backoff And Jitter" found, and the
-retry-budget engine (Chapter 10) against chapter 21 of Google's SRE book.
+retry-budget engine (Chapter 11) against chapter 21 of Google's SRE book.
 Both run on virtual clocks, so no test waits."""
 import collections
 import statistics
@@ -308,7 +308,7 @@ def test_chapter_10_quotes_the_retry_budget_engine():
 
 
 def test_the_budget_is_spent_within_the_stall_and_jitter_sends_as_many():
-    """Chapter 10: with the budget, what it saved is spent in the stall's
+    """Chapter 11: with the budget, what it saved is spent in the stall's
     first seconds, then the load stays near 1.1 times the requests; without
     one, jitter sends about as many calls as no jitter."""
     back = RetryBudget(budget=True).state()["seconds"]

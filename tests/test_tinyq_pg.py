@@ -181,7 +181,7 @@ def test_killed_workers_lose_no_job(load_tinyq_pg, postgresql, monkeypatch, caps
 ], ids=["alone", "repeatable read", "read committed, read only", "read committed, wrote"])
 def test_an_open_transaction_that_may_still_look_keeps_every_old_version(queue, postgresql,
                                                                           other, kept):
-    """Chapter 11's price of a long transaction, without its clock: after a
+    """Chapter 12's price of a long transaction, without its clock: after a
     drain, VACUUM removes the claims' and acks' old row versions, unless a
     transaction still open might see them."""
     with queue.transaction():

@@ -65,7 +65,9 @@ def main(argv=None):
             extras = [] if args.no_extras else [
                 pool.submit(make_epub, pandoc, markdown, tmp),
                 pool.submit(make_pdf, pandoc, markdown, tmp)]
+            check_given_links(guide)
             book = render(pandoc, markdown, origin, guide)
+            copy_given(staging / "given")
             copy_static(staging)
             copy_sim_pages(staging / "static" / "sims")
             copy_pyodide(staging / "pyodide")
@@ -217,6 +219,30 @@ def has_sims(html):
 
 def write(path, text):
     path.write_text(text, encoding="utf-8")
+
+
+GIVEN_LINK = re.compile(r"\]\(given/([^)\s]+)\)")
+
+
+def check_given_links(guide):
+    """Given files are files a learner downloads from the site and never
+    types: code/'s files whose names end in _given.py. The guide links to
+    each where the learner needs it, as [NAME](given/NAME). A link to one
+    that code/ lacks stops the build, at the link's line."""
+    for number, line in enumerate(guide.splitlines(), 1):
+        for name in GIVEN_LINK.findall(line):
+            if not name.endswith("_given.py") or not (ROOT / "code" / name).is_file():
+                raise GuideError(number, f"link to given/{name}, but code/{name} is not "
+                                         "a given file (a file in code/ named *_given.py)")
+
+
+def copy_given(folder):
+    """Every given file of code/ at given/ (its path inside code/), byte for byte."""
+    code = ROOT / "code"
+    for source in sorted(code.rglob("*_given.py")):
+        target = folder / source.relative_to(code)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
 
 
 def copy_static(staging):

@@ -312,7 +312,7 @@ def main(argv=None):
     class_folder = Path(args.class_folder).resolve()
     learners = sorted(p for p in class_folder.iterdir()
                       if p.is_dir() and not p.name.startswith(".") and p.name != REPORTS)
-    # An optional file (Chapter 11's lab, Chapter 6's herd.py) has a column
+    # An optional file (Chapter 12's lab, Chapter 6's herd.py) has a column
     # only if someone handed it in.
     handed_in = [name for name in course if name not in OPTIONAL
                  or any((learner / name).is_file() for learner in learners)]

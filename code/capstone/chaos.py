@@ -9,7 +9,7 @@
 #           python3 chaos.py --seed 7             (replays run 7)
 #           python3 chaos.py --seed 7 --chaos 0.3
 #           TINYQ_NO_KEYS=1 python3 chaos.py      (Break It)
-#           python3 chaos.py --db "$DATABASE"     (on PostgreSQL: Chapter 11's lab)
+#           python3 chaos.py --db "$DATABASE"     (on PostgreSQL: Chapter 12's lab)
 
 import argparse
 import multiprocessing

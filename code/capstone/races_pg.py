@@ -1,4 +1,4 @@
-# races_pg.py: chapter 11's races, on a real PostgreSQL server. Two workers,
+# races_pg.py: chapter 12's races, on a real PostgreSQL server. Two workers,
 # A and B, run the same statement at the same moment. A's transaction stays
 # open while B runs, the worst timing, which a busy system meets by chance
 # sooner or later; here it is arranged, so every run prints the same.
@@ -6,7 +6,7 @@
 #   Admission: ex09's admit(), one statement counting and inserting, under
 #   READ COMMITTED; then with a row per tenant; then under SERIALIZABLE.
 #
-# Needs a server and psycopg 3 (chapter 11 says how to get both):
+# Needs a server and psycopg 3 (chapter 12 says how to get both):
 #           python3 races_pg.py postgresql://localhost/scratch
 # It makes its own tables, race_jobs, race_work and race_tenants, and drops
 # them at the end.

@@ -12,7 +12,7 @@ import random
 import tinyq
 from world import KeyReused, World
 
-SHOP_DB = "shop.db"              # or a postgresql:// URL, in Chapter 11's lab
+SHOP_DB = "shop.db"              # or a postgresql:// URL, in Chapter 12's lab
 WORLD_DB = "world.db"
 WELCOME = "Welcome to the shop!"
 FEE_CENTS = 500
@@ -25,7 +25,7 @@ BACKOFF_CAP = 0.5
 CRASHED = 3                      # the exit status of a worker maybe_crash() killed
 
 # The shop's own table and the two statements that write to it, in the
-# words of each database: PostgreSQL's for Chapter 11's lab. PostgreSQL
+# words of each database: PostgreSQL's for Chapter 12's lab. PostgreSQL
 # numbers rows with an identity column, and psycopg marks a value with %s
 # where sqlite3 writes ?.
 SQL = {

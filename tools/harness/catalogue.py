@@ -16,11 +16,12 @@ CODE = ROOT / "code"
 # exercise; one that runs chaos.py, to the capstone's chaos.py; one that
 # runs herd.py, to Chapter 6's herd.py; one naming races_pg.py or
 # tinyq_pg.py, to that file of the lab; one that imports tinyq, to the
-# capstone's tinyq.py.
+# capstone's tinyq.py; one naming a given file (ex09_practice_given.py), to
+# the exercise it serves (given_to).
 EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)"
                       r"|(?<=\bimport )tinyq\b")
 CHAOS = "capstone/chaos.py"
-# Chapter 11's lab, on PostgreSQL: optional. A learner's folder without
+# Chapter 12's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
 TINYQ_PG = "capstone/tinyq_pg.py"
 LAB = ("capstone/races_pg.py", TINYQ_PG)
@@ -31,6 +32,19 @@ OPTIONAL = ("herd.py", *LAB)
 # you type them. The tests that exercise a file are marked with it.
 TINYQ = "capstone/tinyq.py"
 CAPSTONE = (TINYQ, "capstone/world.py", "capstone/shop.py", CHAOS)
+
+
+def given_to(name):
+    """The exercise a given file serves (ex09_practice_given.py: ex09's
+    file): the one in its folder of code/ that shares its number. A given
+    file is never an exercise of its own; other names are their own."""
+    path = Path(name)
+    if not path.stem.endswith("_given"):
+        return name
+    number = path.name.split("_")[0] + "_"
+    serves = [p for p in (CODE / path.parent).glob(number + "*.py")
+              if not p.stem.endswith("_given")]
+    return (path.parent / serves[0].name).as_posix() if len(serves) == 1 else name
 
 
 def exercise_of(block):
@@ -46,7 +60,8 @@ def exercise_of(block):
                     return TINYQ_PG if "database" in blocks[0].attributes else CHAOS
                 if match.group() == "tinyq":
                     return TINYQ
-                return ("capstone/" if match.group().endswith("_pg") else "") + match.group() + ".py"
+                return given_to(("capstone/" if match.group().endswith("_pg") else "")
+                                + match.group() + ".py")
     return None
 
 

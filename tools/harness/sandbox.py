@@ -53,12 +53,22 @@ def copy_sources(source_folder, folder, exercise=None):
     of code/ with source_folder's copy of that one file in its place: its
     verdict depends on that file alone, so a mistake in a learner's ex07
     never fails their ex08, and a stray file in their folder never shows in
-    an `ls`. Without one, source_folder's files as they are."""
+    an `ls`. Without one, source_folder's files as they are, except the
+    given files (`*_given.py`, downloaded, never typed): those always come
+    from code/, whatever source_folder holds under their names."""
     if exercise is None:
         shutil.copytree(source_folder, folder, ignore=LEFTOVERS)
+        for given in given_files():
+            shutil.copy(CODE / given, Path(folder) / given)
         return
     shutil.copytree(CODE, folder, ignore=LEFTOVERS)
     shutil.copy(Path(source_folder) / exercise, Path(folder) / exercise)
+
+
+def given_files():
+    """The given files, as paths inside code/: practice scaffolding that a
+    learner downloads from the site and never types (ex09_practice_given.py)."""
+    return sorted(path.relative_to(CODE) for path in CODE.rglob("*_given.py"))
 
 
 IMPORTED = {}                 # a file's SHA-256 -> None, or why importing it failed

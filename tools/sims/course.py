@@ -1,7 +1,8 @@
 """The course's own code, which the simulations drive, loaded from its file.
 
 The simulations run what learners run: code/capstone/tinyq.py,
-code/ex05_two_workers.py, code/ex09_charge_worker.py. code/ sits two
+code/ex05_two_workers.py, code/ex09_charge_worker.py and the given file
+that replays it, code/ex09_practice_given.py. code/ sits two
 folders above this file, in the repository and in course.zip alike, so an
 engine names the file it drives and gets its module:
 
@@ -16,8 +17,15 @@ tinyq.py) is never taken instead. Each file is loaded once, and its
 An engine that sets a module's constants, as a reader does in a Study
 Drill (`LOST_REPLY = 0`), asks for a copy of its own with `fresh`, so that
 one run's settings never leak into another run, or into another engine.
+
+A given file imports the exercise it serves by name (`import
+ex09_charge_worker as worker`); `fresh` hands it the copy to use:
+
+    ex09 = course.fresh("ex09_charge_worker.py")
+    practice = course.fresh("ex09_practice_given.py", ex09_charge_worker=ex09)
 """
 import importlib.util
+import sys
 from pathlib import Path
 
 CODE = Path(__file__).resolve().parents[2] / "code"
@@ -32,10 +40,21 @@ def module(path):
     return loaded[path]
 
 
-def fresh(path):
+def fresh(path, **imports):
     """A new copy of the module in code/PATH, shared with no one: its
-    constants (module globals) can be set without changing anyone else's."""
+    constants (module globals) can be set without changing anyone else's.
+    IMPORTS are modules its own `import NAME` statements get, by NAME, while
+    it loads; sys.modules is as it was afterwards."""
     spec = importlib.util.spec_from_file_location(Path(path).stem, CODE / path)
     made = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(made)
+    before = {name: sys.modules.get(name) for name in imports}
+    sys.modules.update(imports)
+    try:
+        spec.loader.exec_module(made)
+    finally:
+        for name, module in before.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
     return made

@@ -1,8 +1,9 @@
 """The O7 story (Chapter 10), one line at a time: the story that
-`python3 ex09_charge_worker.py o7` prints, told by the same code. Exercise
-9's replay_o7() yields each line of its timeline before doing what the line
-says; the command line prints the lines, and this engine shows them one per
-step, each with what the provider printed while it was done.
+`python3 ex09_charge_worker.py o7` prints, told by the same code. The
+replay_o7() of Exercise 9's given file, ex09_practice_given.py, yields each
+line of its timeline before doing what the line says, by ex09's own
+functions; the command line prints the lines, and this engine shows them
+one per step, each with what the provider printed while it was done.
 
 So a step runs ex09 up to the next line: the line shown is done at once,
 and the next one waits, unseen, for the next step. The state (the
@@ -10,10 +11,11 @@ provider's charges, the operations, the dead letters) is ex09's own.
 
 O7Story(blind=True) trusts the provider's keys for 48 hours instead of
 ex09's 23, the chapter's Break It: each story runs a copy of ex09 of its
-own (course.fresh), whose KEY_TRUSTED_SECONDS it sets as a reader edits it.
+own (course.fresh), whose KEY_TRUSTED_SECONDS it sets as a reader edits it,
+and a copy of the given file that drives that copy.
 
-Time is virtual (ex09's Clock): nothing sleeps and nothing reads the wall
-clock, so it runs the same in the browser (Pyodide).
+Time is virtual (the given file's Clock): nothing sleeps and nothing reads
+the wall clock, so it runs the same in the browser (Pyodide).
 
 Run it in a terminal, from the course's folder:
     python3 -m tools.sims o7 [--blind]
@@ -55,11 +57,12 @@ class O7Story:
         self.ex09 = course.fresh("ex09_charge_worker.py")
         if self.blind:
             self.ex09.KEY_TRUSTED_SECONDS = BLIND_TRUST_SECONDS
-        self.clock = self.ex09.Clock()
+        practice = course.fresh("ex09_practice_given.py", ex09_charge_worker=self.ex09)
+        self.clock = practice.Clock()
         self.db = self.ex09.open_db(":memory:")
-        self.provider = self.ex09.Provider(self.clock, first_charge=9)
+        self.provider = practice.Provider(self.clock, first_charge=9)
         self.dead_letters = []
-        self.story = self.ex09.replay_o7(self.clock, self.db, self.provider, self.dead_letters)
+        self.story = practice.replay_o7(self.clock, self.db, self.provider, self.dead_letters)
         self.steps = []
         _, self.coming = self._run()            # the first line, not shown yet
 

@@ -1,4 +1,4 @@
-"""Retry budgets (Chapter 10): how retries multiply the load on a backend
+"""Retry budgets (Chapter 11): how retries multiply the load on a backend
 that fails, and how a budget stops them, as in chapter 21 of Google's Site
 Reliability Engineering book ("Handling Overload"): at most ATTEMPTS
 attempts for any request, and, per client, retries only while they stay

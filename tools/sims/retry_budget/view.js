@@ -1,4 +1,4 @@
-// The retry budget (Chapter 10), in two pictures. The first is the load a
+// The retry budget (Chapter 11), in two pictures. The first is the load a
 // failing backend gets, as calls per request, for each share of calls that
 // fail: one line for clients that retry within their attempts alone, one for
 // clients that also keep a budget. The second is a run, second by second: a
