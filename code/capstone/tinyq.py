@@ -1,12 +1,8 @@
 # tinyq: the whole course in one small library. A job queue in a SQLite
-# file, with leases (a claim runs out; a heartbeat extends it), fencing
-# tokens, retries (backoff with full jitter, then dead; a Permanent error
-# is dead at once), producer idempotency keys (unique_key), and
-# Job.complete(), which commits a handler's own writes together with the
-# job's `done`.
+# file: leases, heartbeats, fencing tokens, retries with full jitter, dead
+# jobs, producer idempotency keys, and Job.complete().
 #
-# Use it:   import tinyq
-#           queue = tinyq.Queue("shop.db")
+# Use it:   queue = tinyq.Queue("shop.db")
 #           @queue.handler("welcome_email")
 #           def welcome(job): ...
 #           queue.enqueue("welcome_email", {"address": "ann@example.com"})
@@ -33,26 +29,18 @@ def ceiling(attempts, base, cap):
 
 
 class LeaseLost(Exception):
-    """Our lease ran out and the job was claimed again, or buried: it is not
-    ours any more."""
+    """The job is not ours any more: our lease ran out, and it was claimed again or buried."""
 
 
 class Permanent(Exception):
-    """Raised by a handler: the job has failed for good, and is dead at once.
-    For an error that every retry would meet again (a rejection, not bad
-    luck): `raise tinyq.Permanent("why")`, or `raise tinyq.Permanent(error)
-    from error` to keep another error's words."""
+    """Raised by a handler whose error every retry would meet again: dead at once."""
 
 
 class Job:
     def __init__(self, queue, id, kind, args, attempts, token):
-        self.queue = queue
-        self.id = id
-        self.kind = kind
-        self.args = args
-        self.attempts = attempts
-        self.token = token
-        self.completed = False
+        self.queue, self.id, self.kind, self.args = queue, id, kind, args
+        self.attempts, self.token = attempts, token      # this claim's number, and token
+        self.completed = False                           # set by complete()
 
     @contextlib.contextmanager
     def complete(self):
@@ -69,9 +57,8 @@ class Job:
 
 
 class Queue:
-    # The statuses, written once: the CHECK refuses any other. The partial
-    # indexes hold only the rows in their status, so the done and dead jobs,
-    # which pile up forever, cost a claim nothing.
+    # The partial indexes hold only the rows in their status: the done and
+    # dead jobs, which pile up forever, cost a claim nothing.
     SCHEMA = f"""
         CREATE TABLE IF NOT EXISTS jobs (
             id            INTEGER PRIMARY KEY,
@@ -93,17 +80,14 @@ class Queue:
         ON CONFLICT (unique_key) DO NOTHING
         RETURNING id
     """
-    # A job whose lease ran out on its last attempt is buried, not claimed
-    # again: a job that kills every worker that takes it (a poison message)
-    # would otherwise be handed out for ever.
+    # A job whose lease ran out on its last attempt is dead, not claimed again.
     BURY = """
         UPDATE jobs SET status = 'dead',
                         last_error = 'worker lost: the lease of attempt ' || attempts || ' ran out'
         WHERE status = 'running' AND locked_until < :now AND attempts >= :max_attempts
     """
-    # Expired leases first, then the job due longest. Two subqueries, not an
-    # OR, so that each stops at its index's first entry. The token grows at
-    # every claim of the job, so no two claims ever hold the same one.
+    # Expired leases first, then the job due longest: two subqueries, each
+    # stopping at its index's first entry. The token grows at every claim.
     CLAIM = """
         UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,
                         locked_until = :now + :lease
@@ -114,8 +98,8 @@ class Queue:
              ORDER BY run_at, id LIMIT 1))
         RETURNING id, kind, args, attempts, token
     """
-    # The fence: each change to a claimed job holds only while the job is
-    # running under the token of the claim that asks.
+    # The fence: a claimed job's row changes only if it is still running
+    # under the token of the claim that asks.
     FINISH = """
         UPDATE jobs SET status = :status, last_error = coalesce(:error, last_error),
                         run_at = coalesce(:run_at, run_at)
@@ -128,10 +112,8 @@ class Queue:
 
     def __init__(self, path, *, lease=30.0, max_attempts=5, backoff_base=0.1,
                  backoff_cap=10.0, clock=time.time, rng=None):
-        self.lease = lease
-        self.max_attempts = max_attempts
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
+        self.lease, self.max_attempts = lease, max_attempts
+        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
         self.clock = clock                    # injected, so tests can move time
         self.rng = random.Random() if rng is None else rng   # so runs can repeat
         self.handlers = {}
@@ -139,11 +121,8 @@ class Queue:
 
     def connect(self, path):
         """The database at path, open, with the jobs table made if need be."""
-        # isolation_level=None: we write BEGIN and COMMIT ourselves. The
-        # timeout: wait for another writer's lock, do not fail.
+        # isolation_level=None: we write BEGIN and COMMIT ourselves.
         db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_SECONDS)
-        # WAL: readers go on while one writer writes. NORMAL: a commit does
-        # not wait for the disk; a power cut may undo the last few, whole.
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
         db.executescript(self.SCHEMA)
@@ -154,8 +133,7 @@ class Queue:
 
     @contextlib.contextmanager
     def transaction(self):
-        """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on an exception. Inside a
-        transaction already, join it instead: the outer one commits."""
+        """BEGIN ... COMMIT, or ROLLBACK on an error; inside one already, join it."""
         if self.db.in_transaction:
             yield self.db
             return
@@ -167,8 +145,6 @@ class Queue:
             if self.db.in_transaction:       # SQLite may have rolled back already
                 self.db.execute("ROLLBACK")
             raise
-
-    # ---- producers
 
     def enqueue(self, kind, args, unique_key=None, delay=0):
         """The new job's id, or None if a job with unique_key already exists."""
@@ -192,8 +168,6 @@ class Queue:
             job["args"] = json.loads(job["args"])
         return jobs
 
-    # ---- workers
-
     def handler(self, kind):
         """Decorator: @queue.handler("kind") registers fn(job) for that kind."""
         def register(fn):
@@ -202,9 +176,7 @@ class Queue:
         return register
 
     def claim(self):
-        """Take one job, due and queued or running on an expired lease: two
-        workers can never both take it. First bury the expired jobs that
-        have had all their attempts. None if no job is due."""
+        """Bury the jobs that ran out of attempts, then take one due job, or None."""
         values = {"now": self.clock(), "lease": self.lease, "max_attempts": self.max_attempts}
         with self.transaction() as db:
             db.execute(self.BURY, values)
@@ -215,8 +187,7 @@ class Queue:
         return Job(self, job_id, kind, json.loads(args), attempts, token)
 
     def wait(self, seconds):
-        """What a worker does when claim() found nothing: wait, then look
-        again. Here, simply sleep: a file cannot tell us when a job arrives."""
+        """What an idle worker does before it looks again: sleep."""
         time.sleep(seconds)
 
     def finish(self, job, status, error=None, run_at=None):
@@ -228,16 +199,13 @@ class Queue:
         self.fenced(self.HEARTBEAT, job, locked_until=self.clock() + self.lease)
 
     def fenced(self, statement, job, **values):
-        """Run a fenced UPDATE of the job's row. The token is a fencing token
-        (Kleppmann's term): a worker whose lease ran out holds an old one, so
-        its late write changes no row, and it learns that it lost the job."""
+        """Run an UPDATE behind the fence: if it changed no row, we lost the job."""
         values.update(id=job.id, token=job.token)
         if self.db.execute(statement, values).rowcount == 0:
             raise LeaseLost(f"job {job.id}: the lease ran out and the job is not ours now")
 
     def fail(self, job, error):
-        """Queue the job again after a backoff, or bury it: at once if the
-        error is Permanent, else after max_attempts."""
+        """Queue the job again after a backoff, or bury it: Permanent, or out of attempts."""
         message = f"{type(error).__name__}: {error}"
         if isinstance(error, Permanent) or job.attempts >= self.max_attempts:
             self.finish(job, "dead", message)
@@ -246,8 +214,7 @@ class Queue:
             self.finish(job, "queued", message, self.clock() + wait)    # full jitter
 
     def work_one(self):
-        """Claim one job, run its handler, and write down how it went: done,
-        or failed. False if no job was due."""
+        """Claim one job, run its handler, write down how it went. False if none was due."""
         job = self.claim()
         if job is None:
             return False
