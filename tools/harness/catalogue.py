@@ -16,10 +16,10 @@ CODE = ROOT / "code"
 # exercise; one that runs chaos.py, to the capstone's chaos.py; one that
 # runs herd.py, to Chapter 6's herd.py; one naming races_pg.py,
 # tinyq_pg.py or chaos_pg.py, to that file of the lab; one that imports
-# tinyq, to the capstone's tinyq.py.
+# tinyq or names tinyq.py, to the capstone's tinyq.py.
 EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)"
                       r"|\b(?:tinyq|races|chaos)_pg(?=\.py\b)"
-                      r"|(?<=\bimport )tinyq\b")
+                      r"|(?<=\bimport )tinyq\b|\btinyq(?=\.py\b)")
 CHAOS = "capstone/chaos.py"
 # Chapter 11's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
