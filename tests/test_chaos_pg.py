@@ -77,3 +77,17 @@ def test_chaos_names_a_database_it_cannot_reach(folder, server, tmp_path):
         folder / "capstone")
     assert status == 2, output
     assert f"\ncannot open {nowhere}: " in output and "Traceback" not in output, output
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+def test_workers_started_afresh_get_the_lab_queue_too(folder, server, start_method):
+    """chaos_pg.py makes its substitutions at the top of the file, so a
+    worker process that imports it anew (Python's spawn, the default on
+    macOS and Windows; forkserver, Linux's from Python 3.14) works on the
+    server as a forked one does: the same story as seed 1 on SQLite."""
+    sandbox.apply_edit(folder, "capstone/chaos_pg.py", 'if __name__ == "__main__":\n',
+                       'if __name__ == "__main__":\n    import multiprocessing\n'
+                       f'    multiprocessing.set_start_method("{start_method}")\n')
+    status, output = run_chaos(folder, "--seed 1 --customers 4 --chaos 0.3", server=server)
+    assert status == 0 and "AUDIT PASSED: 4 customers" in output, output
+    assert "worker crashes: 0" not in output, output
