@@ -281,40 +281,41 @@ MISTAKES = [
     # test_ex09_two_requests_cannot_both_take_the_last_waiting_slot
 
     Mistake("capstone/tinyq.py", "complete() without the token check", [
-        ("WHERE id = :id AND token = :token AND status = 'running'",
-         "WHERE id = :id AND status = 'running'")]),
+        ("run_at = coalesce(:run_at, run_at)\n        WHERE id = :id AND token = :token AND",
+         "run_at = coalesce(:run_at, run_at)\n        WHERE id = :id AND")]),
 
     Mistake("capstone/shop.py", "points awarded outside the job's transaction", [('''\
         with job.complete() as db:
-            db.execute(sql["add points"], (POINTS, job.args["customer"]))
-            maybe_crash("inside the transaction, before the commit")''', '''\
-        queue.db.execute(sql["add points"], (POINTS, job.args["customer"]))
-        maybe_crash("after the points, before the ack")''')]),
+            db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+            maybe_crash(job, "inside the transaction, before the commit")''', '''\
+        queue.db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+        maybe_crash(job, "after the points, before the ack")''')]),
     # ---- the capstone: each file graded on its own
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
         ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
          "    (SELECT id FROM jobs WHERE status = 'running'\n")]),
     Mistake("capstone/tinyq.py", "a claim that serves queued jobs before a dead worker's job", [
         ("""\
-    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
-     ORDER BY locked_until LIMIT 1),
-    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
-     ORDER BY run_at, id LIMIT 1))""", """\
-    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
-     ORDER BY run_at, id LIMIT 1),
-    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
-     ORDER BY locked_until LIMIT 1))""")]),
+            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+             ORDER BY locked_until LIMIT 1),
+            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+             ORDER BY run_at, id LIMIT 1))""", """\
+            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+             ORDER BY run_at, id LIMIT 1),
+            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+             ORDER BY locked_until LIMIT 1))""")]),
     Mistake("capstone/tinyq.py", "a token that is not raised at each claim", [
         ("UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,",
          "UPDATE jobs SET status = 'running', attempts = attempts + 1,")]),
     Mistake("capstone/tinyq.py", "no burying: a job that kills its worker is claimed for ever", [
-        ('            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})\n', "")]),
+        ("            db.execute(self.BURY, values)\n", "")]),
     Mistake("capstone/tinyq.py", "one attempt too many before a failing job is dead", [
         ("or job.attempts >= self.max_attempts:", "or job.attempts > self.max_attempts:")]),
     Mistake("capstone/tinyq.py", "a permanent failure retried like any other", [
         ("if isinstance(error, Permanent) or job.attempts", "if job.attempts")]),
     Mistake("capstone/tinyq.py", "a backoff without jitter: every retry waits the whole ceiling", [
-        ("        return self.rng.uniform(0, ceiling)", "        return ceiling")]),
+        ("self.rng.uniform(0, ceiling(job.attempts, self.backoff_base, self.backoff_cap))",
+         "ceiling(job.attempts, self.backoff_base, self.backoff_cap)")]),
     Mistake("capstone/world.py", "a key reused with another amount gets the first charge's answer", [
         ("                WHERE customer = excluded.customer AND cents = excluded.cents\n", "")]),
     Mistake("capstone/world.py", "a lost reply that comes before the effect instead of after it", [
@@ -329,12 +330,12 @@ MISTAKES = [
         ("""\
         except KeyReused as error:
             raise tinyq.Permanent(error) from error
-        maybe_crash("after the charge, before the ack")""", """\
+        maybe_crash(job, "after the charge, before the ack")""", """\
         except KeyReused as error:
             raise
-        maybe_crash("after the charge, before the ack")""")]),
+        maybe_crash(job, "after the charge, before the ack")""")]),
     Mistake("capstone/shop.py", "an email without UNIQUE: a double-clicked signup makes two customers", [
-        ("                email   TEXT NOT NULL UNIQUE,", "                email   TEXT NOT NULL,")]),
+        ("    email   TEXT NOT NULL UNIQUE,", "    email   TEXT NOT NULL,")]),
     Mistake("capstone/shop.py", "a fee key made from the claim's token", [
         ("key=f\"fee-{job.args['customer']}\")", "key=f\"fee-{job.token}\")")]),
     Mistake("capstone/shop.py", "a signup of separate statements instead of one transaction", [
@@ -343,7 +344,7 @@ MISTAKES = [
     Mistake("capstone/chaos.py", "an audit that looks only for duplicates, never for what is missing", [
         ("            elif got != owed:", "            elif got > owed:")]),
     Mistake("capstone/chaos.py", "a supervisor that does not restart a crashed worker", [
-        ("                running.append(start_worker(database, seed, chaos))\n", "")]),
+        ("                running.append(start_worker(seed, chaos))\n", "")]),
     Mistake("capstone/chaos.py", "an idle worker that sleeps instead of calling the queue's wait()", [
         ("        queue.wait(POLL_SECONDS)", "        time.sleep(POLL_SECONDS)")]),
     Mistake("capstone/chaos.py", "a worker that quits when no job is due, leaving retries behind", [

@@ -3,6 +3,7 @@ capstone/world.py (in code/, or in the learner's WORK folder): each test
 states one promise the file makes, with time moved by hand and dice from a
 fixed seed. Each is graded for the file it is marked with, and sees every
 other file as code/ has it."""
+import doctest
 import random
 import shutil
 import sqlite3
@@ -341,13 +342,28 @@ def test_the_backoff_ceiling_doubles_then_caps(make_queue, clock):
     assert waits == [1, 2, 4, 5, 5]
 
 
-def test_the_backoff_is_full_jitter_below_the_ceiling(make_queue):
+def test_the_backoff_is_full_jitter_below_the_ceiling(make_queue, clock):
     """Full jitter: each wait is drawn anywhere from 0 to the ceiling, so
     failures that happen together do not retry together."""
-    queue = make_queue(backoff_base=1, backoff_cap=8)
-    waits = [queue.backoff(4) for _ in range(200)]        # the ceiling is 8
-    assert all(0 <= wait <= 8 for wait in waits)
+    queue = make_queue(backoff_base=8, backoff_cap=8)     # every ceiling is 8
+    ids = [queue.enqueue("email", {"n": n}) for n in range(200)]
+    queue.handler("email")(lambda job: 1 / 0)
+    while queue.work_one():
+        pass
+    waits = [job["run_at"] - clock.now for job in queue.jobs()]
+    assert len(waits) == len(ids) and all(0 <= wait <= 8 for wait in waits)
     assert min(waits) < 1 and max(waits) > 7 and len(set(waits)) == len(waits)
+
+
+def test_the_ceilings_own_example_holds():
+    """ceiling()'s docstring example is true: the ceiling doubles after each
+    attempt, from base, up to cap."""
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(verbose=False)
+    examples = 0
+    for test in finder.find(tinyq.ceiling, "ceiling", globs={"ceiling": tinyq.ceiling}):
+        examples += len(test.examples)
+        runner.run(test)
+    assert examples > 0 and runner.failures == 0, "ceiling()'s example is wrong"
 
 
 def test_a_job_dies_after_max_attempts(make_queue, clock):
@@ -587,7 +603,7 @@ def test_the_schema_refuses_an_unknown_status(queue):
     ("BURY", ["jobs_leased (locked_until<?)"]),
     ("CLAIM", ["jobs_leased (locked_until<?)", "jobs_waiting (run_at<?)"])])
 def test_the_claim_uses_an_index(queue, statement, indexes):
-    plan = queue.db.execute("EXPLAIN QUERY PLAN " + getattr(tinyq, statement),
+    plan = queue.db.execute("EXPLAIN QUERY PLAN " + getattr(tinyq.Queue, statement),
                             {"now": 0.0, "lease": 1.0, "max_attempts": 5}).fetchall()
     steps = [step[-1] for step in plan]
     for index in indexes:

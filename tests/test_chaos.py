@@ -32,8 +32,8 @@ SIDE_BY_SIDE = 4
 
 POINTS_IN_THE_TRANSACTION = """\
         with job.complete() as db:
-            db.execute(sql["add points"], (POINTS, job.args["customer"]))
-            maybe_crash("inside the transaction, before the commit")
+            db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+            maybe_crash(job, "inside the transaction, before the commit")
 """
 
 
@@ -52,14 +52,15 @@ def run_chaos(folder, options, env="", timewarp=TIMEWARP, claims_capped=True,
     """(exit status, output) of one chaos.py run in a copy of folder. Unless
     told otherwise, it also proves that no job was claimed more than
     MAX_ATTEMPTS times. With a server (a PostgreSQL fixture of
-    test_chaos_pg.py), the shop runs on a new database of its own there."""
+    test_chaos_pg.py), chaos_pg.py runs it with the shop on a new database
+    of its own there."""
     with fresh_copy(folder) as copy, contextlib.ExitStack() as stack:
-        database = None
+        database, program = None, "chaos.py"
         if server:
-            database = stack.enter_context(new_database(server.address))
-            options = f"--db '{database}' {options}"
-            env = f'PYTHONPATH="$PYTHONPATH{os.pathsep}{server.packages}" {env}'
-        status, output = sandbox.run(f"{env} python3 chaos.py {options}", copy / "capstone",
+            database, program = stack.enter_context(new_database(server.address)), "chaos_pg.py"
+            env = (f'PYTHONPATH="$PYTHONPATH{os.pathsep}{server.packages}"'
+                   f" DATABASE='{database}' {env}")
+        status, output = sandbox.run(f"{env} python3 {program} {options}", copy / "capstone",
                                      timewarp=timewarp, timeout=timeout,
                                      clock=sandbox.new_clock(copy.parent / "clock"))
         if claims_capped:
@@ -275,7 +276,7 @@ def wait(queue, seconds):
 tinyq.Queue.wait = wait
 queue = shop.open_shop()
 queue.enqueue("loyalty_points", {"customer": 1, "email": "ann@example.com"}, delay=0.5)
-chaos.work(shop.SHOP_DB, 1, 0.0)
+chaos.work(1, 0.0)
 print("waits:", len(waits) > 0, set(waits) == {chaos.POLL_SECONDS})
 print("jobs:", queue.counts())
 '''
@@ -389,14 +390,38 @@ def test_the_same_seed_replays_the_same_run(folder):
     assert story("") == first and story("--workers 1") == first and story("--workers 6") == first
 
 
+CRASH_LINE = re.compile(r"^monkey: job (\d+), attempt (\d+): worker killed (.*)$", re.M)
+CRASH_POINTS = {"before the email", "after the email, before the ack", "before the charge",
+                "after the charge, before the ack", "before the points",
+                "inside the transaction, before the commit"}
+
+
+@on_shop
+def test_the_monkey_says_where_each_crash_struck(folder):
+    """Each crash prints one line as it strikes: the job, the attempt, and
+    the crash point. One line per crash counted, and the same lines for the
+    same seed, however many workers share the jobs."""
+    sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 5")
+
+    def crashes(options):
+        status, output = run_chaos(folder, f"--seed 7 --chaos 0.3 {options}")
+        assert status == 0, output
+        lines = CRASH_LINE.findall(output)
+        assert len(lines) == int(re.search(r"worker crashes: (\d+)", output)[1]), output
+        assert {where for _, _, where in lines} == CRASH_POINTS, output
+        return sorted(lines)
+
+    assert crashes("") == crashes("--workers 1")
+
+
 @on_shop
 def test_a_crash_point_after_the_transaction_changes_nothing(folder):
     """Study Drill: moving the in-transaction crash point after the block
     still passes: by then the points and the job's done are committed."""
     sandbox.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
         with job.complete() as db:
-            db.execute(sql["add points"], (POINTS, job.args["customer"]))
-        maybe_crash("after the commit")
+            db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+        maybe_crash(job, "after the commit")
 """)
     for seed, (status, output) in chaos_by_seed(folder, "--chaos 0.3", seeds=range(1, 9)).items():
         assert status == 0 and "AUDIT PASSED" in output, (seed, output)
@@ -407,8 +432,8 @@ def test_points_outside_complete_fail_the_points_audit(folder):
     """Study Drill: points written on their own, then the ack, with a crash
     point between: a retry awards them again, and only points go wrong."""
     sandbox.apply_edit(folder, "capstone/shop.py", POINTS_IN_THE_TRANSACTION, """\
-        queue.db.execute(sql["add points"], (POINTS, job.args["customer"]))
-        maybe_crash("after the points, before the ack")
+        queue.db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+        maybe_crash(job, "after the points, before the ack")
 """)
     runs = chaos_by_seed(folder, seeds=range(1, 9))
     wrong = [seed for seed, (status, output) in runs.items() if status == 1]
@@ -420,8 +445,9 @@ def test_points_outside_complete_fail_the_points_audit(folder):
 
 def loosen_the_guard(folder):
     sandbox.apply_edit(folder, "capstone/tinyq.py",
-                       "WHERE id = :id AND token = :token AND status = 'running'",
-                       "WHERE id = :id")
+                       "run_at = coalesce(:run_at, run_at)\n"
+                       "        WHERE id = :id AND token = :token AND status = 'running'",
+                       "run_at = coalesce(:run_at, run_at)\n        WHERE id = :id")
 
 
 def stall_inside_a_tiny_lease(folder):
@@ -429,8 +455,8 @@ def stall_inside_a_tiny_lease(folder):
     transaction, as a worker does in a garbage-collection pause."""
     sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 0.001")
     sandbox.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
-    sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
-                       'maybe_crash("before the points")\n        time.sleep(0.01)\n')
+    sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash(job, "before the points")\n',
+                       'maybe_crash(job, "before the points")\n        time.sleep(0.01)\n')
 
 
 @on_tinyq
@@ -492,8 +518,8 @@ def slow_points(folder, heartbeat):
     0.5 s, with or without a heartbeat after each step."""
     beat = "\n            job.heartbeat()" if heartbeat else ""
     sandbox.apply_edit(folder, "capstone/shop.py", "import random\n", "import random\nimport time\n")
-    sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash("before the points")\n',
-                       'maybe_crash("before the points")\n        for step in range(4):\n'
+    sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash(job, "before the points")\n',
+                       'maybe_crash(job, "before the points")\n        for step in range(4):\n'
                        f'            time.sleep(0.2){beat}\n')
 
 
@@ -534,7 +560,7 @@ def test_without_burying_a_run_of_poison_jobs_never_ends(folder):
     status, output = run_chaos(folder, options)
     assert status == 0 and dead_jobs(output) == 6, output
     sandbox.apply_edit(folder, "capstone/tinyq.py",
-                       '            db.execute(BURY, {"now": now, "max_attempts": self.max_attempts})\n',
+                       "            db.execute(self.BURY, values)\n",
                        "")
     status, output = run_chaos(folder, options, claims_capped=False)
     assert status == 2 and "stuck: jobs still unfinished after 5 s" in output, output

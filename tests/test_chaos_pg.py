@@ -1,5 +1,5 @@
-"""The capstone under fire on PostgreSQL: `chaos.py --db postgresql://...`
-runs code/'s shop.py and chaos.py on the folder under test's tinyq_pg.py,
+"""The capstone under fire on PostgreSQL: `chaos_pg.py` runs code/'s
+chaos.py and shop.py on the folder under test's tinyq_pg.py,
 each run on a new database of a private server. The audit passes as on
 SQLite, Break It fails it as on SQLite, and a seed replays SQLite's run."""
 import dataclasses
@@ -60,7 +60,8 @@ def test_a_seed_on_postgresql_replays_its_run_on_sqlite(folder, server):
     def story(**where):
         status, output = run_chaos(folder, "--seed 7 --chaos 0.3", **where)
         assert status == 0, output
-        return re.findall(r"^(?!finished in).*$", output, re.M)
+        # The monkey's lines come in the order the workers die: kept, sorted.
+        return sorted(re.findall(r"^(?!finished in).*$", output, re.M))
 
     on_sqlite = story()
     assert any(line.startswith("worker crashes: ") for line in on_sqlite), on_sqlite
@@ -68,11 +69,25 @@ def test_a_seed_on_postgresql_replays_its_run_on_sqlite(folder, server):
 
 
 def test_chaos_names_a_database_it_cannot_reach(folder, server, tmp_path):
-    """A --db that no server answers is named, with psycopg's reason: no
-    traceback, and exit status 2, as for every run that gives no verdict."""
+    """A $DATABASE that no server answers is named, with psycopg's reason:
+    no traceback, and exit status 2, as for every run that gives no verdict."""
     nowhere = postgres.address(tmp_path)
     status, output = sandbox.run(
-        f'PYTHONPATH="$PYTHONPATH:{server.packages}" python3 chaos.py --db "{nowhere}"',
+        f'PYTHONPATH="$PYTHONPATH:{server.packages}" DATABASE="{nowhere}" python3 chaos_pg.py',
         folder / "capstone")
     assert status == 2, output
     assert f"\ncannot open {nowhere}: " in output and "Traceback" not in output, output
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+def test_workers_started_afresh_get_the_lab_queue_too(folder, server, start_method):
+    """chaos_pg.py makes its substitutions at the top of the file, so a
+    worker process that imports it anew (Python's spawn, the default on
+    macOS and Windows; forkserver, Linux's from Python 3.14) works on the
+    server as a forked one does: the same story as seed 1 on SQLite."""
+    sandbox.apply_edit(folder, "capstone/chaos_pg.py", 'if __name__ == "__main__":\n',
+                       'if __name__ == "__main__":\n    import multiprocessing\n'
+                       f'    multiprocessing.set_start_method("{start_method}")\n')
+    status, output = run_chaos(folder, "--seed 1 --customers 4 --chaos 0.3", server=server)
+    assert status == 0 and "AUDIT PASSED: 4 customers" in output, output
+    assert "worker crashes: 0" not in output, output

@@ -430,3 +430,21 @@ def test_just_enough_sql_says_what_sqlite_does(tmp_path):
     patient.execute("INSERT INTO jobs DEFAULT VALUES")         # waits for the commit
     commit.join()
     assert impatient.execute("SELECT count(*) FROM jobs").fetchone() == (2,)
+
+
+def test_tinyq_is_typed_whole_in_two_sittings_of_at_most_200_lines():
+    """Chapter 9 has the reader type capstone/tinyq.py in two listings (a
+    range of lines, then the Queue class): together they show every line
+    of the file but the blank ones between them, none twice, and neither
+    is longer than one sitting's 200 lines."""
+    tinyq = "code/capstone/tinyq.py"
+    sittings = [b for b in include_blocks() if b.attributes["include"] == tinyq][:2]
+    shown = []
+    for block in sittings:
+        text, first = guide.include(block, catalogue.ROOT)
+        lines = text.split("\n")
+        assert len(lines) <= 200, f"guide.md:{block.line}: {len(lines)} lines at one sitting"
+        shown += range(first, first + len(lines))
+    source = (catalogue.ROOT / tinyq).read_text(encoding="utf-8").splitlines()
+    left_out = [n for n in range(1, len(source) + 1) if n not in shown and source[n - 1].strip()]
+    assert left_out == [] and len(shown) == len(set(shown)), (left_out, sittings)

@@ -214,7 +214,7 @@ def test_the_claim_uses_an_index_on_postgresql(queue, load_tinyq_pg, statement, 
     queue.db.execute("ANALYZE jobs")
     explain = psycopg.ClientCursor(queue.db)    # binds the values itself: EXPLAIN takes none
     plan = [line for (line,) in explain.execute(
-        "EXPLAIN " + getattr(load_tinyq_pg, statement),
+        "EXPLAIN " + getattr(load_tinyq_pg.Queue, statement),
         {"now": 0.0, "lease": 1.0, "max_attempts": 5})]
     for index in indexes:
         assert any(f"Index Scan using {index} on jobs" in line for line in plan), plan

@@ -9,7 +9,6 @@
 #           python3 chaos.py --seed 7             (replays run 7)
 #           python3 chaos.py --seed 7 --chaos 0.3
 #           TINYQ_NO_KEYS=1 python3 chaos.py      (Break It)
-#           python3 chaos.py --db "$DATABASE"     (on PostgreSQL: Chapter 12's lab)
 
 import argparse
 import multiprocessing
@@ -26,9 +25,9 @@ TIME_LIMIT_SECONDS = 60          # a run that takes longer than this is stuck
 POLL_SECONDS = 0.05              # the longest an idle worker waits before it looks again
 
 
-def work(database, seed, chaos):
+def work(seed, chaos):
     """One worker process: work until no job is queued or running."""
-    queue = shop.open_shop(chaos, seed, database)
+    queue = shop.open_shop(chaos, seed)
     while True:
         if queue.work_one():
             continue
@@ -38,16 +37,16 @@ def work(database, seed, chaos):
         queue.wait(POLL_SECONDS)  # jobs waiting for their backoff or a lease
 
 
-def start_worker(database, seed, chaos):
-    worker = multiprocessing.Process(target=work, args=(database, seed, chaos))
+def start_worker(seed, chaos):
+    worker = multiprocessing.Process(target=work, args=(seed, chaos))
     worker.start()
     return worker
 
 
-def supervise(database, seed, chaos, workers):
+def supervise(seed, chaos, workers):
     """Run the workers, restarting each one that crashes, until all are done.
     Returns the number of crashes."""
-    running = [start_worker(database, seed, chaos) for _ in range(workers)]
+    running = [start_worker(seed, chaos) for _ in range(workers)]
     crashes = 0
     deadline = time.monotonic() + TIME_LIMIT_SECONDS
     while running:
@@ -59,7 +58,7 @@ def supervise(database, seed, chaos, workers):
             running.remove(worker)
             if worker.exitcode == shop.CRASHED:
                 crashes += 1
-                running.append(start_worker(database, seed, chaos))
+                running.append(start_worker(seed, chaos))
             elif worker.exitcode != 0:      # a bug: its traceback is above
                 give_up(running, f"a worker failed with exit status {worker.exitcode}")
     return crashes
@@ -78,19 +77,13 @@ def counted(number, thing):
     return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
-def start_afresh(database):
-    """The shop's queue, empty: the last run's files are removed (a URL
-    names no file) and, on PostgreSQL, the shop's tables dropped."""
-    for name in (database, shop.WORLD_DB):
+def start_afresh():
+    """The shop's queue, empty: the last run's files are removed first."""
+    for name in (shop.SHOP_DB, shop.WORLD_DB):
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(name + suffix):
                 os.remove(name + suffix)
-    queue = shop.open_shop(database=database)
-    if queue.dialect == "postgresql":
-        queue.db.execute("DROP TABLE jobs, customers")
-        queue.close()
-        queue = shop.open_shop(database=database)    # new tables: ids from 1 again
-    return queue
+    return shop.open_shop()
 
 
 def audit(queue, world):
@@ -158,27 +151,21 @@ def main():
                         help="chance of a crash at each crash point (default 0.1)")
     parser.add_argument("--customers", type=int, default=20)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--db", default=shop.SHOP_DB,
-                        help="the shop's database: a SQLite file (default shop.db),"
-                             " or a postgresql:// URL")
     args = parser.parse_args()
     print(f"seed {args.seed}: {counted(args.customers, 'customer')},"
           f" {counted(args.workers, 'worker')},"
           f" crash chance {args.chaos}")
 
-    try:
-        queue = start_afresh(args.db)
-    except Exception as error:   # sqlite3's or psycopg's: no database there
-        give_up([], f"cannot open {args.db}: {error}")
+    queue = start_afresh()
     for number in range(1, args.customers + 1):
         shop.signup(queue, f"customer{number}@example.com")
     queue.close()               # workers open their own connections
 
     started = time.monotonic()
-    crashes = supervise(args.db, args.seed, args.chaos, args.workers)
+    crashes = supervise(args.seed, args.chaos, args.workers)
     elapsed = time.monotonic() - started
 
-    queue = shop.open_queue(args.db)
+    queue = shop.open_queue()
     world = sqlite3.connect(shop.WORLD_DB)
     return report(queue, world, args.customers, crashes, elapsed)
 

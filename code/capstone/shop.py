@@ -3,16 +3,17 @@
 # signup fee (effects in world.py, protected by idempotency keys), and 10
 # loyalty points (a write to the shop's own database, protected by
 # Job.complete()). A key the world refuses (KeyReused) fails its job for
-# good. maybe_crash() may kill the worker at every dangerous moment;
-# chaos.py sets how likely that is.
+# good. maybe_crash() may kill the worker at every dangerous moment, and
+# says where; chaos.py sets how likely that is.
 
 import os
 import random
+import sys
 
 import tinyq
 from world import KeyReused, World
 
-SHOP_DB = "shop.db"              # or a postgresql:// URL, in Chapter 12's lab
+SHOP_DB = "shop.db"
 WORLD_DB = "world.db"
 WELCOME = "Welcome to the shop!"
 FEE_CENTS = 500
@@ -24,51 +25,28 @@ BACKOFF_BASE = 0.01
 BACKOFF_CAP = 0.5
 CRASHED = 3                      # the exit status of a worker maybe_crash() killed
 
-# The shop's own table and the two statements that write to it, in the
-# words of each database: PostgreSQL's for Chapter 12's lab. PostgreSQL
-# numbers rows with an identity column, and psycopg marks a value with %s
-# where sqlite3 writes ?.
-SQL = {
-    "sqlite": {
-        "schema": """
-            CREATE TABLE IF NOT EXISTS customers (
-                id      INTEGER PRIMARY KEY,
-                email   TEXT NOT NULL UNIQUE,
-                points  INTEGER NOT NULL DEFAULT 0
-            )""",
-        "sign up": "INSERT INTO customers (email) VALUES (?) RETURNING id",
-        "add points": "UPDATE customers SET points = points + ? WHERE id = ?",
-    },
-    "postgresql": {
-        "schema": """
-            CREATE TABLE IF NOT EXISTS customers (
-                id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                email   text NOT NULL UNIQUE,
-                points  integer NOT NULL DEFAULT 0
-            )""",
-        "sign up": "INSERT INTO customers (email) VALUES (%s) RETURNING id",
-        "add points": "UPDATE customers SET points = points + %s WHERE id = %s",
-    },
-}
+# The shop's own table, and the two statements that write to it.
+CUSTOMERS = """
+CREATE TABLE IF NOT EXISTS customers (
+    id      INTEGER PRIMARY KEY,
+    email   TEXT NOT NULL UNIQUE,
+    points  INTEGER NOT NULL DEFAULT 0
+)"""
+SIGN_UP = "INSERT INTO customers (email) VALUES (?) RETURNING id"
+ADD_POINTS = "UPDATE customers SET points = points + ? WHERE id = ?"
 
 
-def open_queue(database):
-    """tinyq on the SQLite file `database`, or tinyq_pg on the PostgreSQL
-    server that a postgresql:// URL names."""
-    if database.startswith(("postgresql:", "postgres:")):
-        import tinyq_pg as queues        # only the lab needs psycopg
-    else:
-        queues = tinyq
-    return queues.Queue(database, lease=LEASE_SECONDS, max_attempts=MAX_ATTEMPTS,
-                        backoff_base=BACKOFF_BASE, backoff_cap=BACKOFF_CAP)
+def open_queue():
+    """tinyq on the shop's database, with the shop's settings."""
+    return tinyq.Queue(SHOP_DB, lease=LEASE_SECONDS, max_attempts=MAX_ATTEMPTS,
+                       backoff_base=BACKOFF_BASE, backoff_cap=BACKOFF_CAP)
 
 
-def open_shop(chaos=0.0, seed=0, database=SHOP_DB):
+def open_shop(chaos=0.0, seed=0):
     """The shop's queue, with its handlers registered. Each handler crashes
     the worker with probability `chaos` at each of its crash points."""
-    queue = open_queue(database)
-    sql = SQL[queue.dialect]
-    queue.db.execute(sql["schema"])
+    queue = open_queue()
+    queue.db.execute(CUSTOMERS)
     dice = random.Random()
     world = World(WORLD_DB, rng=dice)
 
@@ -78,37 +56,40 @@ def open_shop(chaos=0.0, seed=0, database=SHOP_DB):
         # lost messages, whichever worker happens to take which job.
         dice.seed(f"{seed} {job.id} {job.attempts}")
 
-    def maybe_crash(where):
+    def maybe_crash(job, where):
         if dice.random() < chaos:
+            # One write, so that two dying workers' lines never mix.
+            sys.stderr.write(f"monkey: job {job.id}, attempt {job.attempts}:"
+                             f" worker killed {where}\n")
             os._exit(CRASHED)    # like kill -9: no finally, no rollback, no ack
 
     @queue.handler("welcome_email")
     def welcome_email(job):
         roll_dice(job)
-        maybe_crash("before the email")
+        maybe_crash(job, "before the email")
         try:
             world.send_email(job.args["email"], WELCOME, key=f"welcome-{job.args['customer']}")
         except KeyReused as error:        # refused, and every retry would be too
             raise tinyq.Permanent(error) from error
-        maybe_crash("after the email, before the ack")
+        maybe_crash(job, "after the email, before the ack")
 
     @queue.handler("signup_fee")
     def signup_fee(job):
         roll_dice(job)
-        maybe_crash("before the charge")
+        maybe_crash(job, "before the charge")
         try:
             world.charge(job.args["customer"], FEE_CENTS, key=f"fee-{job.args['customer']}")
         except KeyReused as error:
             raise tinyq.Permanent(error) from error
-        maybe_crash("after the charge, before the ack")
+        maybe_crash(job, "after the charge, before the ack")
 
     @queue.handler("loyalty_points")
     def loyalty_points(job):
         roll_dice(job)
-        maybe_crash("before the points")
+        maybe_crash(job, "before the points")
         with job.complete() as db:
-            db.execute(sql["add points"], (POINTS, job.args["customer"]))
-            maybe_crash("inside the transaction, before the commit")
+            db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+            maybe_crash(job, "inside the transaction, before the commit")
 
     return queue
 
@@ -116,7 +97,7 @@ def open_shop(chaos=0.0, seed=0, database=SHOP_DB):
 def signup(queue, email):
     """A new customer and their three jobs: all four rows, or none."""
     with queue.transaction() as db:
-        (customer,) = db.execute(SQL[queue.dialect]["sign up"], (email,)).fetchone()
+        (customer,) = db.execute(SIGN_UP, (email,)).fetchone()
         for kind in ("welcome_email", "signup_fee", "loyalty_points"):
             queue.enqueue(kind, {"customer": customer, "email": email})
     return customer

@@ -1,7 +1,7 @@
 # tinyq_pg: tinyq on PostgreSQL. The same Queue, Job, complete(), leases,
 # fencing tokens, backoff, dead jobs and unique_key as tinyq.py: this file
 # holds only what differs, and the differences are the lesson.
-#   - SQL's placeholders are %s and %(name)s, psycopg's, not ? and :name.
+#   - SQL's placeholders are psycopg's %(name)s, not sqlite3's :name.
 #   - Many workers write at once. A claim locks the one row it takes with
 #     FOR UPDATE, and SKIP LOCKED steps over rows other claims hold, so
 #     workers neither wait for each other nor take the same job.
@@ -17,84 +17,81 @@ import contextlib
 
 import psycopg
 from psycopg.pq import TransactionStatus
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
 
 import tinyq
 # tinyq's own exceptions, not copies: `except tinyq.LeaseLost` catches ours,
 # and a handler may raise tinyq_pg.Permanent as it would tinyq.Permanent.
-from tinyq import LeaseLost, Permanent
+from tinyq import LeaseLost, Permanent, STATUSES
 
 CHANNEL = "tinyq_jobs"           # what enqueue() notifies and idle workers listen on
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    status        text NOT NULL DEFAULT 'queued'
-                  CHECK (status IN ('queued', 'running', 'done', 'dead')),
-    kind          text NOT NULL,
-    args          jsonb NOT NULL,
-    attempts      integer NOT NULL DEFAULT 0,
-    token         bigint NOT NULL DEFAULT 0,
-    run_at        double precision NOT NULL,     -- seconds, from the queue's clock
-    locked_until  double precision,
-    last_error    text,
-    unique_key    text UNIQUE
-);
-CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at, id) WHERE status = 'queued';
-CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until) WHERE status = 'running';
-"""
 # Two processes that create the same table at the same moment can collide in
 # PostgreSQL's catalogue; this lock, held to the end of the transaction that
 # creates the schema, makes them take turns. Any number will do, if it is ours.
 SCHEMA_LOCK = 7311
 
-# SKIP LOCKED here too: a job that another worker is burying or claiming is
-# that worker's business, not a reason to wait.
-BURY = """
-UPDATE jobs SET status = 'dead',
-                last_error = 'worker lost: the lease of attempt ' || attempts || ' ran out'
-WHERE id IN (SELECT id FROM jobs
-             WHERE status = 'running' AND locked_until < %(now)s
-                   AND attempts >= %(max_attempts)s
-             FOR UPDATE SKIP LOCKED)
-"""
-
-# Each subquery locks the row it returns (FOR UPDATE) and passes over rows
-# that other transactions have locked (SKIP LOCKED), so two claims running
-# at once take two different jobs, and neither waits. Without FOR UPDATE,
-# both subqueries could pick the same id; the UPDATE would then wait for the
-# first claim's commit and, under READ COMMITTED, recheck only its own
-# WHERE (`id = ...`), which still holds: one job, two workers.
-# `attempts < max_attempts`: BURY skipped a locked row it should bury; it is
-# not ours to claim once more, so leave it for the next BURY.
-CLAIM = """
-UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,
-                locked_until = %(now)s + %(lease)s
-WHERE id = coalesce(
-    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < %(now)s
-                               AND attempts < %(max_attempts)s
-     ORDER BY locked_until LIMIT 1 FOR UPDATE SKIP LOCKED),
-    (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= %(now)s
-     ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED))
-RETURNING id, kind, args, attempts, token
-"""
-
-
-class Job(tinyq.Job):
-    def heartbeat(self):
-        """Extend the lease to a full lease from now, if the job is still
-        ours. For work that may outlast a lease: beat between its steps."""
-        changed = self.queue.db.execute("""
-            UPDATE jobs SET locked_until = %s
-            WHERE id = %s AND token = %s AND status = 'running'
-        """, (self.queue.clock() + self.queue.lease, self.id, self.token)).rowcount
-        if changed == 0:
-            raise LeaseLost(f"job {self.id}: the lease ran out and the job is not ours now")
-
 
 class Queue(tinyq.Queue):
-    dialect = "postgresql"         # the SQL that self.db speaks: shop.py writes in it
+    # An identity column numbers the jobs, as INTEGER PRIMARY KEY does in SQLite.
+    SCHEMA = f"""
+        CREATE TABLE IF NOT EXISTS jobs (
+            id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            status        text NOT NULL DEFAULT 'queued' CHECK (status IN {STATUSES}),
+            kind          text NOT NULL,
+            args          text NOT NULL,                 -- JSON, as tinyq writes it
+            attempts      integer NOT NULL DEFAULT 0,
+            token         bigint NOT NULL DEFAULT 0,
+            run_at        double precision NOT NULL,     -- seconds, from the queue's clock
+            locked_until  double precision,
+            last_error    text,
+            unique_key    text UNIQUE
+        );
+        CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at, id) WHERE status = 'queued';
+        CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until) WHERE status = 'running';
+    """
+    ENQUEUE = """
+        INSERT INTO jobs (kind, args, run_at, unique_key)
+        VALUES (%(kind)s, %(args)s, %(run_at)s, %(key)s)
+        ON CONFLICT (unique_key) DO NOTHING
+        RETURNING id
+    """
+    # SKIP LOCKED here too: a job that another worker is burying or claiming
+    # is that worker's business, not a reason to wait.
+    BURY = """
+        UPDATE jobs SET status = 'dead',
+                        last_error = 'worker lost: the lease of attempt ' || attempts || ' ran out'
+        WHERE id IN (SELECT id FROM jobs
+                     WHERE status = 'running' AND locked_until < %(now)s
+                           AND attempts >= %(max_attempts)s
+                     FOR UPDATE SKIP LOCKED)
+    """
+    # Each subquery locks the row it returns (FOR UPDATE) and passes over rows
+    # that other transactions have locked (SKIP LOCKED), so two claims running
+    # at once take two different jobs, and neither waits. Without FOR UPDATE,
+    # both subqueries could pick the same id; the UPDATE would then wait for the
+    # first claim's commit and, under READ COMMITTED, recheck only its own
+    # WHERE (`id = ...`), which still holds: one job, two workers.
+    # `attempts < max_attempts`: BURY skipped a locked row it should bury; it is
+    # not ours to claim once more, so leave it for the next BURY.
+    CLAIM = """
+        UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,
+                        locked_until = %(now)s + %(lease)s
+        WHERE id = coalesce(
+            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < %(now)s
+                                       AND attempts < %(max_attempts)s
+             ORDER BY locked_until LIMIT 1 FOR UPDATE SKIP LOCKED),
+            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= %(now)s
+             ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED))
+        RETURNING id, kind, args, attempts, token
+    """
+    FINISH = """
+        UPDATE jobs SET status = %(status)s, last_error = coalesce(%(error)s, last_error),
+                        run_at = coalesce(%(run_at)s, run_at)
+        WHERE id = %(id)s AND token = %(token)s AND status = 'running'
+    """
+    HEARTBEAT = """
+        UPDATE jobs SET locked_until = %(locked_until)s
+        WHERE id = %(id)s AND token = %(token)s AND status = 'running'
+    """
 
     def connect(self, dsn):
         """The database the address dsn names, open, with the jobs table made
@@ -104,7 +101,7 @@ class Queue(tinyq.Queue):
         db = psycopg.connect(dsn, autocommit=True)
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            db.execute(SCHEMA)
+            db.execute(self.SCHEMA)
         db.execute(f"LISTEN {CHANNEL}")
         return db
 
@@ -121,58 +118,17 @@ class Queue(tinyq.Queue):
         with self.db.transaction():
             yield self.db
 
-    # ---- producers
-
     def enqueue(self, kind, args, unique_key=None, delay=0):
-        """The new job's id, or None if a job with unique_key already exists."""
+        """tinyq's enqueue(), and a NOTIFY in the same transaction: sent when
+        it commits, and not at all if it rolls back."""
         with self.transaction() as db:
-            rows = db.execute("""
-                INSERT INTO jobs (kind, args, run_at, unique_key) VALUES (%s, %s, %s, %s)
-                ON CONFLICT (unique_key) DO NOTHING
-                RETURNING id
-            """, (kind, Jsonb(args), self.clock() + delay, unique_key)).fetchall()
-            if rows:
-                # Sent when the transaction commits, and not at all if it rolls back.
+            job_id = super().enqueue(kind, args, unique_key, delay)
+            if job_id is not None:
                 db.execute(f"NOTIFY {CHANNEL}")
-        return rows[0][0] if rows else None
-
-    def jobs(self):
-        """Every job, oldest first, as a dict of its columns (jsonb arrives decoded)."""
-        with self.db.cursor(row_factory=dict_row) as cursor:
-            return cursor.execute("SELECT * FROM jobs ORDER BY id").fetchall()
-
-    # ---- workers
-
-    def claim(self):
-        """Take one job, due and queued or running on an expired lease: two
-        workers can never both take it. First bury the expired jobs that
-        have had all their attempts. None if no job is due."""
-        now = self.clock()
-        params = {"now": now, "lease": self.lease, "max_attempts": self.max_attempts}
-        with self.transaction() as db:
-            db.execute(BURY, params)
-            rows = db.execute(CLAIM, params).fetchall()
-        if not rows:
-            return None
-        job_id, kind, args, attempts, token = rows[0]
-        return Job(self, job_id, kind, args, attempts, token)
+        return job_id
 
     def wait(self, seconds):
         """What a worker does when claim() found nothing: wait until a job is
         enqueued somewhere (NOTIFY), or at most `seconds`, then look again."""
         for _ in self.db.notifies(timeout=seconds, stop_after=1):
             pass
-
-    def finish(self, job, status, error=None, run_at=None):
-        """Move a running job to `status`, if it is still ours. The token is a
-        fencing token (Kleppmann's term): a worker whose lease ran out holds
-        an old one, so its late write changes no row and it learns it lost."""
-        changed = self.db.execute("""
-            UPDATE jobs SET status = %(status)s,
-                            last_error = coalesce(%(error)s, last_error),
-                            run_at = coalesce(%(run_at)s, run_at)
-            WHERE id = %(id)s AND token = %(token)s AND status = 'running'
-        """, {"status": status, "error": error, "run_at": run_at,
-              "id": job.id, "token": job.token}).rowcount
-        if changed == 0:
-            raise LeaseLost(f"job {job.id}: the lease ran out and the job is not ours now")

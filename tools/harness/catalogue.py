@@ -14,17 +14,18 @@ CODE = ROOT / "code"
 
 # A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
 # exercise; one that runs chaos.py, to the capstone's chaos.py; one that
-# runs herd.py, to Chapter 6's herd.py; one naming races_pg.py or
-# tinyq_pg.py, to that file of the lab; one that imports tinyq, to the
-# capstone's tinyq.py; one naming a given file (ex09_practice_given.py), to
-# the exercise it serves (given_to).
-EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)|\b(?:tinyq|races)_pg(?=\.py\b)"
-                      r"|(?<=\bimport )tinyq\b")
+# runs herd.py, to Chapter 6's herd.py; one naming races_pg.py,
+# tinyq_pg.py or chaos_pg.py, to that file of the lab; one that imports
+# tinyq or names tinyq.py, to the capstone's tinyq.py; one naming a given
+# file (ex09_practice_given.py), to the exercise it serves (given_to).
+EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)"
+                      r"|\b(?:tinyq|races|chaos)_pg(?=\.py\b)"
+                      r"|(?<=\bimport )tinyq\b|\btinyq(?=\.py\b)")
 CHAOS = "capstone/chaos.py"
 # Chapter 12's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
 TINYQ_PG = "capstone/tinyq_pg.py"
-LAB = ("capstone/races_pg.py", TINYQ_PG)
+LAB = ("capstone/races_pg.py", TINYQ_PG, "capstone/chaos_pg.py")
 # The files a learner may leave out: the lab's, and Chapter 6's herd.py, an
 # optional experiment the reader may copy. Graded only if handed in.
 OPTIONAL = ("herd.py", *LAB)
@@ -48,16 +49,14 @@ def given_to(name):
 
 
 def exercise_of(block):
-    """The exercise file that its session's commands name first, or None.
-    A session on a PostgreSQL server belongs to the optional lab: where it
-    runs chaos.py, it grades the queue chaos.py runs there, tinyq_pg.py."""
+    """The exercise file that its session's commands name first, or None."""
     blocks = getattr(block, "session_blocks", None) or [block]
     for each in blocks:
         for line in each.source.splitlines():
             match = EXERCISE.search(line) if line.startswith("$ ") else None
             if match:
                 if match.group() == "chaos":
-                    return TINYQ_PG if "database" in blocks[0].attributes else CHAOS
+                    return CHAOS
                 if match.group() == "tinyq":
                     return TINYQ
                 return given_to(("capstone/" if match.group().endswith("_pg") else "")

@@ -19,9 +19,10 @@ exercise's own SCHEMA. The bank's time.sleep is the simulator's: the copy's
 warp replaces it for the exercise itself. The chances come from the
 exercise's one set of dice, `dice`, seeded afresh for each attempt of each
 job from the seed, the job's id and the attempt number, as ex07's `work`
-does: the bank rolls it once, and a retry's wait is the exercise's
-`backoff` with the next roll as its fraction. So an attempt meets the same
-luck whatever the retry policy, and a seed loses the same requests and
+does: the bank rolls it once, and a retry's wait is the next roll's
+fraction of tinyq's ceiling, whose base and cap are the exercise's, so
+that ceiling is the one ex07's `backoff` takes its fraction of. So an
+attempt meets the same luck whatever the retry policy, and a seed loses the same requests and
 replies, and waits as long, as `ex07_retries.py work --seed N` with the
 same policy, whatever the keys.
 
@@ -107,22 +108,21 @@ def times(count):
 
 # ---- the queue and the bank
 
-class Queue(tinyq.Queue):
-    """tinyq's queue with Exercise 7's waits: the exercise's `backoff`, with
-    full jitter a fraction of the ceiling drawn from the exercise's `dice`
-    (after the bank's roll), so a seed repeats ex07's run; or without
-    jitter each wait its ceiling in full. The last wait is kept for the
-    timeline."""
+class ExerciseDice:
+    """The dice tinyq's queue draws its waits from, rng.uniform(0, ceiling),
+    made Exercise 7's: a fraction of the ceiling from the exercise's `dice`,
+    after the bank's roll (full jitter), so a seed repeats ex07's run; or,
+    without jitter, each wait its ceiling in full. The last wait is kept
+    for the timeline."""
 
-    def __init__(self, path, exercise, jitter, **options):
-        super().__init__(path, **options)
+    def __init__(self, exercise, jitter):
         self.exercise = exercise
         self.jitter = jitter
         self.last_wait = None
 
-    def backoff(self, attempts):
+    def uniform(self, low, high):
         fraction = self.exercise.dice.random() if self.jitter else 1.0
-        self.last_wait = self.exercise.backoff(attempts, fraction)
+        self.last_wait = low + fraction * (high - low)
         return self.last_wait
 
 
@@ -205,8 +205,10 @@ class Payment:
         ex.DATABASE = ":memory:"
         ex.time = types.SimpleNamespace(sleep=self.sleep, time=self.clock)   # the bank's wait
         self.exercise = ex
-        self.queue = Queue(":memory:", ex, s["jitter"], lease=LEASE_SECONDS,
-                           max_attempts=s["attempts"], clock=self.clock)
+        self.dice = ExerciseDice(ex, s["jitter"])
+        self.queue = tinyq.Queue(":memory:", lease=LEASE_SECONDS, max_attempts=s["attempts"],
+                                 backoff_base=ex.BACKOFF_BASE, backoff_cap=ex.BACKOFF_CAP,
+                                 clock=self.clock, rng=self.dice)
         self.bank = ex.connect()          # the bank's database, made by the exercise's SCHEMA
         self.bank.execute("INSERT INTO accounts VALUES ('alice', ?)", (self.start_cents,))
         self.charged = {}                 # order -> how many times the bank charged it
@@ -292,7 +294,7 @@ class Payment:
             event = "lost request" if isinstance(error, ConnectionError) else "lost reply"
             self.queue.fail(job, error)
             dead = job.attempts >= self.queue.max_attempts
-            outcome, wait = ("dead", None) if dead else ("retry", self.queue.last_wait)
+            outcome, wait = ("dead", None) if dead else ("retry", self.dice.last_wait)
             then = "dead, giving up" if dead else f"retry in {wait:.2f} s"
             text = f"{what}: {type(error).__name__}: {error}; {then}"
         else:
