@@ -1,24 +1,18 @@
 # Exercise 9: A Charge Worker, Exactly Once and Within Limits.
-# A payment worker that charges each operation at most once, across crashes,
+# Chapter 10's part charges each operation at most once, across crashes,
 # redeliveries, changed inputs and a provider that forgets its keys after 24
-# hours (Chapter 10, the first part of this file); and that stays up under
-# pressure (the second part): each tenant gets a fixed number of running and
-# waiting slots, every operation has a deadline, retries spend from each
-# worker's budget, all workers spend from one budget of money an hour, and
-# clients ask for status and may cancel what has not yet called the provider.
+# hours. Chapter 11's part keeps it up under pressure: slots for each tenant,
+# a deadline for each operation, a retry budget for each worker, one budget
+# of money an hour for them all, and status and cancel for clients.
 #
-# The replays it runs are in ex09_practice_given.py, a given file: download
-# it from the guide into this folder. Run them:
-#           python3 ex09_charge_worker.py o7          (the O7 timeline)
-#           python3 ex09_charge_worker.py crash after-commit
-#                     (W1 dies at one point: before-call, after-commit or after-record)
-#           python3 ex09_charge_worker.py admission   (tenant North's limits)
-#           python3 ex09_charge_worker.py cancel      (status and cancel, in every state)
-#           python3 ex09_charge_worker.py deadline    (a provider that stalls)
-#           python3 ex09_charge_worker.py budget      (an outage, with and without a budget)
-#           python3 ex09_charge_worker.py spend       (the service's budget of money an hour)
+# Its replays are in ex09_practice_given.py, a given file: download it from
+# the guide into this folder. Then run one of:
+#   python3 ex09_charge_worker.py o7                  (the O7 timeline)
+#   python3 ex09_charge_worker.py crash after-commit  (or before-call, after-record)
+#   python3 ex09_charge_worker.py admission           (or cancel, deadline, budget, spend)
 
 import collections
+import contextlib
 import hashlib
 import json
 import random
@@ -69,21 +63,31 @@ def open_db(path):
     return db
 
 
+@contextlib.contextmanager
+def transaction(db):
+    """BEGIN IMMEDIATE ... COMMIT; or, if anything goes wrong, ROLLBACK."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 def dollars(cents):
     return f"${cents / 100:.2f}"
 
 
 def digest(inputs):
-    """The same inputs, in any order, always give the same digest. Only the
-    order is made the same: 5000 and 5000.0 differ, so callers must send
-    each input in one form (whole cents, as here)."""
+    """The same inputs, in any order, give the same digest. But 5000 and
+    5000.0 differ: send each input in one form (whole cents, as here)."""
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
 
 
 def operation_id(tenant, client_id):
-    """The service's id for a client's operation: North's O7 is North/O7, so
-    two tenants may both send O7 and never meet. It is also the provider's
-    idempotency key. (Tenant names never contain a slash.)"""
+    """North's O7 is North/O7: two tenants may both send O7 and never meet.
+    It is also the provider's idempotency key. (No tenant has a / in its name.)"""
     return f"{tenant}/{client_id}"
 
 
@@ -94,27 +98,23 @@ def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
     # 1. Write down what we are about to do, before doing it, and take its
     #    amount from the service's spend budget: both or neither, and only
     #    the first time, so that a redelivery spends nothing more.
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(db):
         if db.execute("INSERT INTO operations (id, input_digest, state, started_at)"
                       " VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING",
                       (op_id, digest(inputs), clock())).rowcount:
-            spend(db, inputs["amount_cents"], clock)      # check first
-    except BaseException:
-        db.execute("ROLLBACK")          # over budget: nothing written, nothing taken
-        raise
-    db.execute("COMMIT")
-    stored, state, charge_id, started_at = db.execute(
+            spend(db, inputs["amount_cents"], clock)   # OverBudget: neither is kept
+    stored, state, recorded, started_at = db.execute(
         "SELECT input_digest, state, charge_id, started_at FROM operations WHERE id = ?",
         (op_id,)).fetchone()
     # 2. The same id must mean the same payment.
     if stored != digest(inputs):
         raise Conflict(f"operation {op_id} was first made with other inputs")
     if state == "charged":
-        return charge_id
+        return recorded
     # 3. If the provider may have forgotten our key, a retry could charge a
     #    second time: ask it what it did instead (reconcile). Otherwise, or if
     #    it did nothing, charge, with the operation's id as the key.
+    charge_id = None
     if clock() - started_at > KEY_TRUSTED_SECONDS:
         charge_id = provider.find_charge(op_id, timeout=timeout)
     if charge_id is None:
@@ -126,33 +126,25 @@ def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
 
 
 def spend(db, cents, clock=time.time):
-    """Take `cents` from this hour's budget, or raise OverBudget. The count
-    lives in the database every worker uses, so all of them spend from one
-    budget; and the check and the take are one UPDATE, so two workers cannot
-    both take the last of it. Returns what is taken this hour, now."""
+    """Take `cents` from this hour's budget, which every worker counts in the
+    database, or raise OverBudget. The check and the take are one UPDATE."""
     hour = int(clock() // 3600)
     db.execute("INSERT INTO spend (hour, cents) VALUES (?, 0) ON CONFLICT (hour) DO NOTHING",
                (hour,))
-    taken = db.execute("UPDATE spend SET cents = cents + ? WHERE hour = ? AND cents + ? <= ?"
-                       " RETURNING cents", (cents, hour, cents, MAX_CENTS_PER_HOUR)).fetchone()
-    if taken is None:
+    if not db.execute("UPDATE spend SET cents = cents + ? WHERE hour = ? AND cents + ? <= ?",
+                      (cents, hour, cents, MAX_CENTS_PER_HOUR)).rowcount:
         (used,) = db.execute("SELECT cents FROM spend WHERE hour = ?", (hour,)).fetchone()
         raise OverBudget(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, and"
                          f" {dollars(MAX_CENTS_PER_HOUR - used)} of it is left this hour."
                          " Nothing was sent")
-    return taken[0]
 
 
-def deliver(db, provider, message,
-            attempts=5,                 # tries in all, the first one included
-            base=0.2, cap=10.0,         # the ceiling of each wait, in seconds
-            sleep=time.sleep, budget=None, rng=random, clock=time.time,
-            deadline=None):             # when it must be over, on `clock`
-    """Process one message, retrying what may succeed later, and passing
-    each try the time left before the deadline. Returns the charge id.
-    Raises Parked, with the reason, when the message needs a person: a
-    conflict, or no tries or no time left. Raises RetryLater when this
-    worker's retry budget is spent: that is no fault of the message's."""
+def deliver(db, provider, message, attempts=5, base=0.2, cap=10.0, sleep=time.sleep,
+            budget=None, rng=random, clock=time.time, deadline=None):
+    """Process one message: up to `attempts` tries, each given the time left
+    before `deadline` (on `clock`); before each retry, a wait of up to
+    base * 2 ** attempt seconds, never over `cap`. Returns the charge id.
+    Raises Parked, for a person, or RetryLater if the retry budget is spent."""
     if budget is not None:
         budget.request()
     for attempt in range(attempts):
@@ -186,8 +178,7 @@ PUT_BACK_SECONDS = 60            # an operation put back waits this long to star
 
 
 class RetryLater(Exception):
-    """This worker's retry budget is spent. The operation is not at fault:
-    it goes back to wait, to be tried again later."""
+    """This worker's retry budget is spent: no fault of the operation's. It waits."""
 
 
 class Refused(Exception):
@@ -210,43 +201,35 @@ CREATE TABLE IF NOT EXISTS work (
 );
 """
 
-# An operation for which no call to the provider was ever begun: process()
-# writes its record before the first call.
-NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"
+NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"     # process() records before a call
 
 
 class RetryBudget:
-    """One worker's budget: retries may be at most RETRY_RATIO of the
-    requests it saw over the last BUDGET_WINDOW_SECONDS. Each worker is a
-    client of the provider, and this is the SRE book's budget, kept by each
-    client on its own. It lives in this process's memory: nothing shared to
-    keep, but it counts only this worker's calls, and starts from nothing
-    when the worker does. A budget for the whole service would need counts
-    that every worker shares, in the database, as spend() keeps them. In an
-    outage, the worker sends a tenth more calls, not five times as many."""
+    """One worker's retry budget, kept in its memory: its retries may be at
+    most RETRY_RATIO of the requests it made in the last BUDGET_WINDOW_SECONDS."""
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
-        self.events = collections.deque()   # (when, "request" or "retry")
+        self.requests = collections.deque()     # when each request was made, oldest first
+        self.retries = collections.deque()      # when each retry was allowed
 
     def request(self):
-        self.events.append((self.clock(), "request"))
+        self.requests.append(self.clock())
 
     def allow_retry(self):
-        while self.events and self.events[0][0] < self.clock() - BUDGET_WINDOW_SECONDS:
-            self.events.popleft()
-        kinds = collections.Counter(kind for _, kind in self.events)
-        if kinds["retry"] + 1 > RETRY_RATIO * kinds["request"]:
+        now = self.clock()
+        for times in (self.requests, self.retries):
+            while times and times[0] < now - BUDGET_WINDOW_SECONDS:
+                times.popleft()                 # older than the window: forgotten
+        if len(self.retries) + 1 > RETRY_RATIO * len(self.requests):
             return False
-        self.events.append((self.clock(), "retry"))
+        self.retries.append(now)
         return True
 
 
 def admit(db, tenant, client_id, inputs):
-    """Queue an operation if its tenant has a free waiting slot, and answer
-    with its status; refuse at once when full. The count and the insert are
-    one statement, so two requests cannot both take the last slot. An id
-    the tenant already used is not queued again: the answer is its status."""
+    """Queue an operation if its tenant has a free waiting slot, or refuse at
+    once. Answer with its status, which is all a known id gets."""
     op_id = operation_id(tenant, client_id)
     db.execute("""
         INSERT INTO work (id, tenant, inputs, state)
@@ -264,10 +247,9 @@ def admit(db, tenant, client_id, inputs):
 
 
 def status(db, tenant, client_id):
-    """What a client polls instead of submitting again: (state, charge). The
-    charge is the provider's charge id, 'none', or 'unknown' while a call
-    may have been made and no answer is recorded. None for an id the tenant
-    never used: a tenant can only ask about its own operations."""
+    """What a client polls instead of submitting again: (state, charge), the
+    charge being the provider's id, 'none', or 'unknown' while a call may
+    have been made and no answer is recorded. None for an id this tenant never used."""
     return db.execute("""
         SELECT work.state, CASE operations.state WHEN 'charged' THEN charge_id
                                                  WHEN 'started' THEN 'unknown'
@@ -280,10 +262,8 @@ def start_next(db, tenant, clock=time.time):
     """Start the tenant's oldest waiting operation, if the tenant has a free
     running slot. Only a live lease holds a slot. Returns its message, or None."""
     now = clock()
-    # A running operation whose lease ran out has lost its worker, and no
-    # code of that worker's gave its slot back: the lease does. It waits
-    # again, unless it has lost MAX_LOST workers: one that kills every worker
-    # that takes it must not come back for ever. It is dead, for a person.
+    # A lease that ran out gives back the slot of a worker that died: the
+    # operation waits again, or is dead, for a person, after MAX_LOST.
     db.execute("""
         UPDATE work SET lost = lost + 1,
                         state = CASE WHEN lost + 1 >= :max_lost THEN 'dead' ELSE 'waiting' END,
@@ -307,9 +287,8 @@ def start_next(db, tenant, clock=time.time):
 
 def finish(db, message, state, why=None, not_before=0):
     """End the start that start_next() gave as `message`: done, dead or
-    cancelled, or back to waiting until `not_before`; `why` is kept for a
-    person. A worker that stalled past its lease, while another worker
-    started the operation again, holds an older start: it changes nothing."""
+    cancelled, or back to waiting until `not_before`, with `why` for a
+    person. A later start of the operation makes this one change nothing."""
     db.execute("UPDATE work SET state = ?, last_error = ?, not_before = ?"
                " WHERE id = ? AND state = 'running' AND starts = ?",
                (state, why, not_before, message["id"], message["start"]))
@@ -355,12 +334,9 @@ def work_one(db, provider, tenant, clock=time.time, **retries):
 
 
 def see_through(db, provider, message, clock=time.time, **retries):
-    """Deliver a started operation within its deadline, and end it. Its slot
-    is given back on every way out: done; cancelled; dead, with the reason,
-    for a person; put back to wait, with the reason, when a budget is spent
-    (that reason goes on up too); or dead after an exception nobody expected,
-    which goes on up. A worker that dies here gives nothing back: its lease
-    runs out instead."""
+    """Deliver a started operation within its deadline, and end it, with the
+    reason, giving its slot back on every way out. (A worker that dies here
+    gives nothing back: its lease runs out instead.)"""
     # The safe point: if the client asked to cancel and nothing has been
     # sent for this operation, stop here.
     if db.execute("UPDATE work SET state = 'cancelled', last_error = 'cancelled by its client'"

@@ -223,12 +223,8 @@ MISTAKES = [
     # FAIL: test_ex09_after_the_key_window_the_worker_reconciles, the o7 transcript
 
     Mistake("ex09_charge_worker.py", "the record and the spend in two transactions", [
-        ('    db.execute("BEGIN IMMEDIATE")\n    try:\n        if db.execute(',
-         '    if True:\n        if db.execute('),
-        ('    except BaseException:\n'
-         '        db.execute("ROLLBACK")          # over budget: nothing written, nothing taken\n'
-         '        raise\n'
-         '    db.execute("COMMIT")\n', "")]),
+        ("    with transaction(db):\n        if db.execute(",
+         "    if True:\n        if db.execute(")]),
     # a refused operation is left recorded as started, its charge unknown. FAIL:
     # test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing,
     # test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker, the spend transcript
