@@ -1,5 +1,5 @@
 # The capstone's outside world: GIVEN. Download this file from the guide and
-# put it in your capstone folder, beside shop.py; do not type it. A mail
+# put it in your capstone folder, beside tinyq.py; do not type it. A mail
 # provider and a bank, each with an idempotency-key store, in their own
 # SQLite file, behind a bad network: 15% of requests never arrive, and 15%
 # arrive, take effect, and lose their reply on the way back. The shop cannot
