@@ -1,8 +1,9 @@
-"""The capstone library, capstone/tinyq.py, and its outside world,
-capstone/world.py (in code/, or in the learner's WORK folder): each test
-states one promise the file makes, with time moved by hand and dice from a
-fixed seed. Each is graded for the file it is marked with, and sees every
-other file as code/ has it."""
+"""The capstone library, capstone/tinyq.py (in code/, or in the learner's
+WORK folder): each test states one promise the file makes, with time moved
+by hand and dice from a fixed seed. Each is graded for the file it is
+marked with, and sees every other file as code/ has it. (The capstone's
+given outside world, capstone/world_given.py, has its tests in
+test_world_given.py.)"""
 import doctest
 import random
 import shutil
@@ -615,92 +616,3 @@ def test_the_claim_uses_an_index(queue, statement, indexes):
 def test_the_database_is_in_wal_mode_and_commits_without_waiting_for_the_disk(queue):
     assert queue.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert queue.db.execute("PRAGMA synchronous").fetchone() == (1,)     # NORMAL
-
-
-# ---- world.py: a key binds its inputs
-
-class NoLuck(random.Random):
-    """A network that loses nothing: every roll is above every loss chance."""
-
-    def random(self):
-        return 0.99
-
-
-on_world = pytest.mark.exercise("capstone/world.py")
-
-
-@pytest.fixture
-def world(source_folder, tmp_path):
-    module = learner_module(source_folder, tmp_path, "world")
-    world = module.World(tmp_path / "world.db", rng=NoLuck())
-    yield module, world
-    world.close()
-
-
-@on_world
-def test_a_key_sent_again_with_the_same_inputs_is_a_repeat(world):
-    module, world = world
-    first = world.send_email("ann@example.com", "Welcome!", key="welcome-1")
-    assert world.send_email("ann@example.com", "Welcome!", key="welcome-1") == first
-    assert world.db.execute("SELECT count(*), sum(repeats) FROM emails").fetchone() == (1, 1)
-
-
-@on_world
-@pytest.mark.parametrize("service", ["mail provider", "bank"])
-def test_a_key_reused_with_other_inputs_is_refused(world, service):
-    """As Stripe does: a key names one request; another request under it is
-    an error, not the first request's old answer."""
-    module, world = world
-    if service == "bank":
-        send, table = world.charge, "charges"
-        first, other = (7, 500), (7, 900)
-    else:
-        send, table = world.send_email, "emails"
-        first, other = ("ann@example.com", "Welcome!"), ("bob@example.com", "Welcome!")
-    send(*first, key="k-1")
-    with pytest.raises(module.KeyReused, match="k-1"):
-        send(*other, key="k-1")
-    assert world.db.execute(f"SELECT count(*), sum(repeats) FROM {table}").fetchone() == (1, 0)
-
-
-class Rolls(random.Random):
-    """A network that rolls the numbers it is given, in turn."""
-
-    def __init__(self, *rolls):
-        super().__init__()
-        self.rolls = list(rolls)
-
-    def random(self):
-        return self.rolls.pop(0)
-
-
-@on_world
-def test_a_lost_reply_comes_after_the_effect_and_a_lost_request_before_it(source_folder,
-                                                                         tmp_path):
-    """A request that never arrives does nothing; a reply lost on its way
-    back comes after the service acted: the caller sees the same kind of
-    failure, and cannot tell which happened."""
-    module = learner_module(source_folder, tmp_path, "world")
-    for rolls, error, rows in [((0.0,), ConnectionError, 0), ((0.99, 0.0), TimeoutError, 1)]:
-        world = module.World(tmp_path / f"world-{rows}.db", rng=Rolls(*rolls))
-        try:
-            with pytest.raises(error):
-                world.charge(7, 500, key="fee-7")
-            assert world.db.execute("SELECT count(*) FROM charges").fetchone() == (rows,)
-        finally:
-            world.close()
-
-
-@on_world
-def test_without_keys_every_request_is_new(source_folder, tmp_path, monkeypatch):
-    """Break It: with TINYQ_NO_KEYS=1 each request carries a new random key,
-    so the same email sent twice is two emails and no repeat."""
-    monkeypatch.setenv("TINYQ_NO_KEYS", "1")
-    module = learner_module(source_folder, tmp_path, "world")
-    world = module.World(tmp_path / "world.db", rng=NoLuck())
-    try:
-        for _ in range(2):
-            world.send_email("ann@example.com", "Welcome!", key="welcome-1")
-        assert world.db.execute("SELECT count(*), sum(repeats) FROM emails").fetchone() == (2, 0)
-    finally:
-        world.close()

@@ -299,7 +299,7 @@ def test_an_idle_worker_waits_in_the_queues_wait(folder):
 # refuses it (KeyReused), and would refuse every retry alike.
 KEY_REUSED = '''
 import shop
-import world
+import world_given as world
 
 world.LOST_REQUEST = world.LOST_REPLY = 0         # a network that loses nothing
 queue = shop.open_shop()

@@ -205,14 +205,14 @@ def test_grade_needs_a_class_folder(tmp_path):
 def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_caught):
     """One learner who made a classic mistake (the first of tests/mutations.py
     for that file) in six files, among them the files others build on: ex07,
-    which ex08 is compared with, and tinyq.py and world.py, which shop.py and
-    chaos.py run. The grader fails exactly those six and passes every other."""
+    which ex08 is compared with, and tinyq.py and shop.py, which chaos.py
+    runs. The grader fails exactly those six and passes every other."""
     learner = tmp_path / "class" / "six-mistakes"
     # Without the optional lab, as most learners hand in: grading the lab is
     # held by test_the_optional_lab_has_a_column_for_those_who_handed_it_in.
     shutil.copytree(CODE, learner, ignore=shutil.ignore_patterns("__pycache__", "*_pg.py"))
     wrong = {"ex02_jobs.py", "ex05_two_workers.py", "ex06_leases.py", "ex07_retries.py",
-             "capstone/tinyq.py", "capstone/world.py"}
+             "capstone/tinyq.py", "capstone/shop.py"}
     made = {}
     for mistake in MISTAKES:
         if mistake.file in wrong and mistake.file not in made:
@@ -256,33 +256,50 @@ def test_a_function_that_never_returns_is_a_timeout(tmp_path):
     assert "Failed: Timeout (>5.0s)" in result.stdout
 
 
+# Each given file, the files of the learner's that it serves (graded), and
+# tests of theirs that run it: Exercise 9's practice world, and the
+# capstone's outside world, which shop.py imports and chaos.py runs.
+GIVEN = {
+    "ex09_practice_given.py": (
+        ["ex09_charge_worker.py"],
+        ["tests/test_exercises.py", "-k", "ex09 and (trusting or new_id or crash)"]),
+    "capstone/world_given.py": (
+        ["capstone/shop.py", "capstone/chaos.py"],
+        ["tests/test_chaos.py", "-k", "key_reused or idle_worker"]),
+}
+
+
+@pytest.mark.parametrize("name", GIVEN)
 @pytest.mark.parametrize("given", ["reference", "broken", "missing"])
-def test_a_learners_given_file_is_never_graded(tmp_path, given):
-    """A given file (ex09_practice_given.py) is downloaded, not typed: a
-    learner's folder with a broken copy, or none, is graded as one with the
-    reference's copy, since the tests run code/'s given file with the
-    learner's exercise."""
+def test_a_learners_given_file_is_never_graded(tmp_path, given, name):
+    """A given file (ex09_practice_given.py, capstone/world_given.py) is
+    downloaded, not typed: a learner's folder with a broken copy, or none,
+    is graded as one with the reference's copy, since the tests run code/'s
+    given file with the learner's exercise."""
+    typed, tests = GIVEN[name]
     learner = tmp_path / "ann"
-    learner.mkdir()
-    shutil.copy(CODE / "ex09_charge_worker.py", learner)
-    shutil.copy(CODE / "ex09_practice_given.py", learner)
+    for path in [*typed, name]:
+        (learner / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CODE / path, learner / path)
     if given == "broken":
-        (learner / "ex09_practice_given.py").write_text("raise SystemExit('not this one')\n")
+        (learner / name).write_text("raise SystemExit('not this one')\n")
     elif given == "missing":
-        (learner / "ex09_practice_given.py").unlink()
+        (learner / name).unlink()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_exercises.py",
-         "-k", "ex09 and (trusting or new_id or crash)", f"--work={learner}"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *tests, f"--work={learner}"],
         cwd=ROOT, capture_output=True, text=True)
-    assert "\nex09_charge_worker.py  PASS\n" in result.stdout, result.stdout
+    ran = re.findall(r"^(\S+\.py)  PASS$", result.stdout, re.MULTILINE)
+    assert ran == typed, result.stdout
     summary = result.stdout.splitlines()[-1]
     assert " passed" in summary and "failed" not in summary, result.stdout
     # a session that names no exercise runs the learner's folder as it is,
-    # but for its given files, which are code/'s
-    copy = tmp_path / "copy"
-    sandbox.copy_sources(learner, copy)
-    assert (copy / "ex09_practice_given.py").read_bytes() == \
-        (CODE / "ex09_practice_given.py").read_bytes()
+    # but for its given files, which are code/'s, in each folder of theirs
+    # that has one: a folder without capstone/ gets none made for it
+    sandbox.copy_sources(learner, tmp_path / "copy")
+    assert (tmp_path / "copy" / name).read_bytes() == (CODE / name).read_bytes()
+    (tmp_path / "empty").mkdir()
+    sandbox.copy_sources(tmp_path / "empty", tmp_path / "copy-of-empty")
+    assert [p.name for p in (tmp_path / "copy-of-empty").iterdir()] == ["ex09_practice_given.py"]
 
 
 # ---------------------------------------------------------------- reports

@@ -86,17 +86,31 @@ def included_lines(path):
     return shown
 
 
-def test_a_given_file_is_linked_never_listed_and_says_it_is_given():
-    """A given file (code/**/*_given.py) is downloaded, never typed: no
-    listing shows it, the guide links to it, and its opening comment says so."""
+def test_a_given_file_is_linked_never_listed_whole_and_says_it_is_given():
+    """A given file (code/**/*_given.py) is downloaded, never typed: the
+    guide links to it, and its opening comment says so. No listing shows the
+    whole file: a listing may show a piece of it (a function, by pyobject)
+    for reading, in a section that says not to type it."""
     text = GUIDE.read_text(encoding="utf-8")
+    lines = text.splitlines()
     givens = sorted(CODE.rglob("*_given.py"))
     assert givens
     for path in givens:
         name = path.relative_to(CODE).as_posix()
-        assert not included_lines(name), f"guide.md lists {name}, a given file"
         assert f"](given/{name})" in text, f"guide.md never links to given/{name}"
         assert "GIVEN" in path.read_text(encoding="utf-8").split("\n\n")[0], name
+        code = [number for number, line in enumerate(path.read_text().splitlines(), 1)
+                if line.strip()]
+        assert not set(code) <= included_lines(name), f"guide.md lists all of {name}"
+        for block in include_blocks():
+            if block.attributes["include"] == f"code/{name}":
+                assert "pyobject" in block.attributes, \
+                    f"guide.md:{block.line}: {name} is given: show a piece, by pyobject"
+                section = lines[:block.line]
+                heading = max(n for n, line in enumerate(section) if line.startswith("## "))
+                assert "do not type" in " ".join(section[heading:]), \
+                    f"guide.md:{block.line}: no word before this piece of {name} " \
+                    "says it is for reading: do not type it"
 
 
 def test_the_listings_of_exercise_9_are_the_whole_worker():

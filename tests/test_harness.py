@@ -553,12 +553,14 @@ def test_timings_may_be_late_only_where_the_block_says_so(demo):
 
 
 def test_cd_moves_the_terminal_for_its_later_commands(demo):
-    (demo / "capstone").mkdir()
-    (demo / "capstone" / "here.txt").write_text("inside\n")
+    # a folder of its own: code/'s given files would be copied into a
+    # capstone/ (capstone/world_given.py), and show in its `ls`
+    (demo / "inner").mkdir()
+    (demo / "inner" / "here.txt").write_text("inside\n")
     text, lines = guide_text(
-        ('{.console session="cd"}', "$ cd capstone\n$ cat here.txt\ninside\n"),
+        ('{.console session="cd"}', "$ cd inner\n$ cat here.txt\ninside\n"),
         ('{.console session="cd"}', "$ cat here.txt\ninside\n"),
-        ('{.console session="cd" terminal="2"}', "$ ls capstone\nhere.txt\n"))
+        ('{.console session="cd" terminal="2"}', "$ ls inner\nhere.txt\n"))
     assert sessions.check_text(text, demo) == dict.fromkeys(lines)
 
 
@@ -590,6 +592,18 @@ def test_a_command_that_runs_a_given_file_belongs_to_the_exercise_it_serves():
                          ("console", "$ python3 ex09_charge_worker.py o7\n"))
     blocks = [region.parsed for region in sessions.parse_console_blocks(Document(text, "guide.md"))]
     assert [catalogue.exercise_of(block) for block in blocks] == ["ex09_charge_worker.py"] * 3
+
+
+def test_a_command_that_names_the_capstones_given_world_belongs_to_chaos_py():
+    """The capstone's given file, capstone/world_given.py, serves the
+    capstone, whose transcripts count for chaos.py: a command that runs or
+    imports it is graded for chaos.py, never for a file of its own."""
+    assert catalogue.given_to("capstone/world_given.py") == catalogue.CHAOS
+    text, _ = guide_text(("console", "$ cd capstone\n$ python3 world_given.py\n"),
+                         ("console", "$ cd capstone\n$ python3 -c \"import world_given\"\n"))
+    blocks = [region.parsed for region in sessions.parse_console_blocks(Document(text, "guide.md"))]
+    assert [catalogue.exercise_of(block) for block in blocks] == [catalogue.CHAOS] * 2
+    assert "capstone/world_given.py" not in catalogue.CAPSTONE
 
 
 # ---------------------------------------------------------------- grading a WORK folder
@@ -632,10 +646,10 @@ def test_a_copy_of_the_reference_passes(tmp_path):
     shutil.copytree(CODE, tmp_path / "mine")
     status, verdicts, output, results = grade(tmp_path / "mine", "guide.md")
     assert status == 0, output
-    # world, shop and tinyq_pg have no transcript of their own: their tests
-    # are the claims tests, which this run leaves out. (tinyq.py's is Chapter
-    # 9's unique_key drill; the lab's chaos monkey is chaos_pg.py's.)
-    no_transcript = (*catalogue.CAPSTONE[1:3], catalogue.TINYQ_PG)
+    # shop and tinyq_pg have no transcript of their own: their tests are the
+    # claims tests, which this run leaves out. (tinyq.py's is Chapter 9's
+    # unique_key drill; the lab's chaos monkey is chaos_pg.py's.)
+    no_transcript = ("capstone/shop.py", catalogue.TINYQ_PG)
     assert verdicts == [(name, "NOT RUN" if name in no_transcript else "PASS")
                         for name in EXERCISES], output
     assert results["console_blocks"] == len([b for b in guide.read_guide(catalogue.GUIDE)

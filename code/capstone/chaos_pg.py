@@ -1,8 +1,8 @@
 # chaos_pg.py: Chapter 9's chaos monkey with the shop on PostgreSQL.
-# chaos.py, shop.py and world.py run as they are; this file only hands the
-# shop another queue (tinyq_pg's, on the server $DATABASE names) and the
-# shop's SQL in PostgreSQL's words. The world stays in world.db: a bank does
-# not move when you change databases.
+# chaos.py, shop.py and world_given.py run as they are; this file only
+# hands the shop another queue (tinyq_pg's, on the server $DATABASE names)
+# and the shop's SQL in PostgreSQL's words. The world stays in world.db: a
+# bank does not move when you change databases.
 #
 # Run it:   python3 chaos_pg.py --seed 1          (chaos.py's options)
 

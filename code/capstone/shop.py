@@ -1,17 +1,17 @@
 # shop.py: a small shop built on tinyq. Signing up writes the customer and
 # their three jobs in one transaction. The jobs: a welcome email and a $5
-# signup fee (effects in world.py, protected by idempotency keys), and 10
-# loyalty points (a write to the shop's own database, protected by
-# Job.complete()). A key the world refuses (KeyReused) fails its job for
-# good. maybe_crash() may kill the worker at every dangerous moment, and
-# says where; chaos.py sets how likely that is.
+# signup fee (effects in the given world_given.py, protected by idempotency
+# keys), and 10 loyalty points (a write to the shop's own database,
+# protected by Job.complete()). A key the world refuses (KeyReused) fails
+# its job for good. maybe_crash() may kill the worker at every dangerous
+# moment, and says where; chaos.py sets how likely that is.
 
 import os
 import random
 import sys
 
 import tinyq
-from world import KeyReused, World
+from world_given import KeyReused, World
 
 SHOP_DB = "shop.db"
 WORLD_DB = "world.db"

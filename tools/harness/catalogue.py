@@ -17,10 +17,12 @@ CODE = ROOT / "code"
 # runs herd.py, to Chapter 6's herd.py; one naming races_pg.py,
 # tinyq_pg.py or chaos_pg.py, to that file of the lab; one that imports
 # tinyq or names tinyq.py, to the capstone's tinyq.py; one naming a given
-# file (ex09_practice_given.py), to the exercise it serves (given_to).
+# file (ex09_practice_given.py, or capstone/world_given.py as a file or a
+# module), to the exercise it serves (given_to).
 EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)"
                       r"|\b(?:tinyq|races|chaos)_pg(?=\.py\b)"
-                      r"|(?<=\bimport )tinyq\b|\btinyq(?=\.py\b)")
+                      r"|(?<=\bimport )tinyq\b|\btinyq(?=\.py\b)"
+                      r"|\bworld_given(?=\.py\b)|(?<=\bimport )world_given\b")
 CHAOS = "capstone/chaos.py"
 # Chapter 12's lab, on PostgreSQL: optional. A learner's folder without
 # these files is graded as if the guide did not have them.
@@ -30,18 +32,23 @@ LAB = ("capstone/races_pg.py", TINYQ_PG, "capstone/chaos_pg.py")
 # optional experiment the reader may copy. Graded only if handed in.
 OPTIONAL = ("herd.py", *LAB)
 # The capstone's files, each graded on its own, in the order the guide has
-# you type them. The tests that exercise a file are marked with it.
+# you type them. The tests that exercise a file are marked with it. Its
+# outside world, capstone/world_given.py, is given, not typed: never graded.
 TINYQ = "capstone/tinyq.py"
-CAPSTONE = (TINYQ, "capstone/world.py", "capstone/shop.py", CHAOS)
+CAPSTONE = (TINYQ, "capstone/shop.py", CHAOS)
 
 
 def given_to(name):
     """The exercise a given file serves (ex09_practice_given.py: ex09's
-    file): the one in its folder of code/ that shares its number. A given
-    file is never an exercise of its own; other names are their own."""
+    file): the one in its folder of code/ that shares its number; in the
+    capstone's folder, whose files have no number, chaos.py, which the
+    capstone's transcripts run (capstone/world_given.py). A given file is
+    never an exercise of its own; other names are their own."""
     path = Path(name)
     if not path.stem.endswith("_given"):
         return name
+    if path.parent.as_posix() == Path(CHAOS).parent.as_posix():
+        return CHAOS
     number = path.name.split("_")[0] + "_"
     serves = [p for p in (CODE / path.parent).glob(number + "*.py")
               if not p.stem.endswith("_given")]
@@ -59,8 +66,8 @@ def exercise_of(block):
                     return CHAOS
                 if match.group() == "tinyq":
                     return TINYQ
-                return given_to(("capstone/" if match.group().endswith("_pg") else "")
-                                + match.group() + ".py")
+                capstone = match.group().endswith("_pg") or match.group() == "world_given"
+                return given_to(("capstone/" if capstone else "") + match.group() + ".py")
     return None
 
 

@@ -55,11 +55,14 @@ def copy_sources(source_folder, folder, exercise=None):
     never fails their ex08, and a stray file in their folder never shows in
     an `ls`. Without one, source_folder's files as they are, except the
     given files (`*_given.py`, downloaded, never typed): those always come
-    from code/, whatever source_folder holds under their names."""
+    from code/, whatever source_folder holds under their names, into each
+    of its folders that has one in code/ (no capstone/ is made for
+    capstone/world_given.py in a folder that has not reached the capstone)."""
     if exercise is None:
         shutil.copytree(source_folder, folder, ignore=LEFTOVERS)
         for given in given_files():
-            shutil.copy(CODE / given, Path(folder) / given)
+            if (Path(folder) / given).parent.is_dir():
+                shutil.copy(CODE / given, Path(folder) / given)
         return
     shutil.copytree(CODE, folder, ignore=LEFTOVERS)
     shutil.copy(Path(source_folder) / exercise, Path(folder) / exercise)
@@ -67,7 +70,8 @@ def copy_sources(source_folder, folder, exercise=None):
 
 def given_files():
     """The given files, as paths inside code/: practice scaffolding that a
-    learner downloads from the site and never types (ex09_practice_given.py)."""
+    learner downloads from the site and never types (ex09_practice_given.py,
+    capstone/world_given.py)."""
     return sorted(path.relative_to(CODE) for path in CODE.rglob("*_given.py"))
 
 

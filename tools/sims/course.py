@@ -1,10 +1,11 @@
 """The course's own code, which the simulations drive, loaded from its file.
 
 The simulations run what learners run: code/capstone/tinyq.py,
-code/ex05_two_workers.py, code/ex09_charge_worker.py and the given file
-that replays it, code/ex09_practice_given.py. code/ sits two
-folders above this file, in the repository and in course.zip alike, so an
-engine names the file it drives and gets its module:
+code/ex05_two_workers.py, code/ex09_charge_worker.py, the given file
+that replays it, code/ex09_practice_given.py, and the capstone's given
+world, code/capstone/world_given.py. code/ sits two folders above this
+file, in the repository and in course.zip alike, so an engine names the
+file it drives and gets its module:
 
     from .. import course
     tinyq = course.module("capstone/tinyq.py")

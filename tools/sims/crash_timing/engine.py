@@ -7,8 +7,8 @@ the reader picks how the effect is protected:
 
     none         the points are added with no key, then the job is acknowledged
     key          a key made from the job goes with the request; the loyalty
-                 service (one more service of the capstone's world.py) adds
-                 the points and records the key in one statement, so a
+                 service (one more service of the capstone's world_given.py)
+                 adds the points and records the key in one statement, so a
                  repeat adds nothing
     key-apart    the mistake Chapter 8's second rule forbids: the points go
                  to the queue's own database, and the worker records their
@@ -105,8 +105,8 @@ TASKS = {
                       "but the transaction does",
 }
 
-# The loyalty service's record, beside world.py's emails and charges: a row
-# per request that added points, its key unique.
+# The loyalty service's record, beside world_given.py's emails and charges:
+# a row per request that added points, its key unique.
 AWARDS_SCHEMA = """
 CREATE TABLE awards (
     id       INTEGER PRIMARY KEY,
@@ -157,13 +157,13 @@ def add_points(db, job, worker):
 
 def loyalty_service(keyed):
     """The loyalty service: one more service of the capstone's outside world
-    (code/capstone/world.py), on a copy of that file of its own. It keeps
-    keys as world's mail provider and bank do, through world's own `once`:
-    one statement adds the points with their key, or counts a repeat of a
-    key it has seen. Its network loses nothing here (the crash is the only
-    fault), and without a key every request carries a new random one, as
-    world's Break It (TINYQ_NO_KEYS=1) makes it."""
-    world = course.fresh("capstone/world.py")
+    (code/capstone/world_given.py, the given file), on a copy of that file
+    of its own. It keeps keys as world's mail provider and bank do, through
+    world's own `once`: one statement adds the points with their key, or
+    counts a repeat of a key it has seen. Its network loses nothing here
+    (the crash is the only fault), and without a key every request carries
+    a new random one, as world's Break It (TINYQ_NO_KEYS=1) makes it."""
+    world = course.fresh("capstone/world_given.py")
     world.LOST_REQUEST = world.LOST_REPLY = 0
     world.NO_KEYS = not keyed
     service = world.World(":memory:")

@@ -1,7 +1,9 @@
-# world.py: the outside world of the capstone, in its own SQLite file. A
-# mail provider and a bank, each with an idempotency-key store, behind a bad
-# network: 15% of requests never arrive, and 15% arrive, take effect, and
-# lose their reply on the way back. The shop cannot see which happened.
+# The capstone's outside world: GIVEN. Download this file from the guide and
+# put it in your capstone folder, beside tinyq.py; do not type it. A mail
+# provider and a bank, each with an idempotency-key store, in their own
+# SQLite file, behind a bad network: 15% of requests never arrive, and 15%
+# arrive, take effect, and lose their reply on the way back. The shop cannot
+# see which happened. shop.py imports it; chaos.py runs it.
 #
 # Break It:  TINYQ_NO_KEYS=1 python3 chaos.py     (every key becomes a random one)
 
