@@ -584,6 +584,14 @@ def test_a_command_that_imports_tinyq_belongs_to_the_capstone_library():
         "capstone/tinyq.py", None, "capstone/chaos.py"]
 
 
+def test_every_given_file_of_code_says_which_exercise_it_serves():
+    """catalogue.GIVEN names each file of code/ named *_given.py, and no
+    other, with an exercise that code/ has."""
+    code = catalogue.CODE
+    assert set(catalogue.GIVEN) == {p.relative_to(code).as_posix() for p in code.rglob("*_given.py")}
+    assert all((code / serves).is_file() for serves in catalogue.GIVEN.values())
+
+
 def test_a_command_that_runs_a_given_file_belongs_to_the_exercise_it_serves():
     """A given file is never an exercise of its own: a command that runs or
     imports ex09_practice_given.py is graded for ex09_charge_worker.py."""
