@@ -62,14 +62,16 @@ grade: $(INSTALLED)
 	@$(VENV)/bin/python tools/grade.py "$(CLASS)" $(addprefix --exercise=,$(EXERCISE))
 
 bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) packages
-	PYTHONPATH=tools $(VENV)/bin/python -m bench
+	$(VENV)/bin/python -m tools.bench
 
-$(INSTALLED): requirements.txt
+$(INSTALLED): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and \
 	  "Python 3.10 or newer is needed; $(PYTHON) is " + sys.version.split()[0])'
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
+	# the course's tools, as the package `tools` (pyproject.toml)
+	$(VENV)/bin/python -m pip install --quiet --no-deps --editable .
 	touch $@
 
 # huey and litequeue, which make bench measures tinyq against; check needs neither

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import catalogue, sandbox
-from sims import api
+from tools.harness import catalogue, sandbox
+from tools.sims import api
 
 
 class Clock:

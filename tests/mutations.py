@@ -10,7 +10,7 @@ file as it stands. An empty old text stands for the whole file, so
 from pathlib import Path
 from typing import NamedTuple
 
-from harness import sandbox
+from tools.harness import sandbox
 
 
 class Mistake(NamedTuple):

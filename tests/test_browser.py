@@ -1356,7 +1356,7 @@ def test_the_race_picture_shows_the_row_between_and_a_log_in_words(watched, site
 
 
 def test_the_race_pictures_counts_are_the_engines(watched, site_url):
-    from sims.race.engine import every_interleaving
+    from tools.sims.race.engine import every_interleaving
     sim = start_simulation(watched, site_url, RACE_CHAPTER, "race")
     sim.get_by_role("button", name="Try every interleaving").click()
     answered(sim)
@@ -1425,13 +1425,13 @@ CHAPTER_6 = "retry-trying-again-politely.html"
 def herd_state(**settings):
     """What the herd engine reports, under CPython, for these settings (the
     page's first run is full jitter)."""
-    from sims.herd.engine import Herd
+    from tools.sims.herd.engine import Herd
     return Herd(**{"policy": "full", **settings}).state()
 
 
 def herd_said(value):
     """A time as the engine's terminal program says it."""
-    from sims.herd.engine import seconds
+    from tools.sims.herd.engine import seconds
     return seconds(value)
 
 
@@ -1654,7 +1654,7 @@ def test_the_herd_picture_keeps_still_when_asked(watched, site_url):
 # ---- picture: retry budget
 # (the retry-budget simulation, Chapter 11)
 
-from sims.retry_budget.engine import RetryBudget          # noqa: E402  (its numbers)
+from tools.sims.retry_budget.engine import RetryBudget          # noqa: E402  (its numbers)
 
 POINTS = """(svg) => [...svg.querySelectorAll(".rb-point")].map((point) => ({
     line: point.dataset.line, failing: Number(point.dataset.failing),

@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from build import BuildError, python_for_build
-import guide
-from pages import Page
+from tools.build import BuildError, python_for_build
+from tools import guide
+from tests.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = [sys.executable, str(ROOT / "tools" / "build.py")]

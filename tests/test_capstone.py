@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogue import CODE
-from helpers import Clock, TopOfRange, import_learner_file, require
+from tools.harness.catalogue import CODE
+from tests.helpers import Clock, TopOfRange, import_learner_file, require
 
 pytestmark = pytest.mark.exercise("capstone/tinyq.py")
 tinyq = None                     # the library, loaded by load_tinyq

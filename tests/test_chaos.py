@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from harness import sandbox
-from helpers import fresh_copy, new_database, require
+from tools.harness import sandbox
+from tests.helpers import fresh_copy, new_database, require
 
 # Each test is graded for the capstone file whose promise it checks, and
 # runs that file from the folder under test beside code/'s others.

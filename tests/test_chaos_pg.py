@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import test_chaos
-from harness import postgres, sandbox
-from test_chaos import (ONE_WORKER, chaos_by_seed, check_without_keys, passed_for_every_seed,
+from tests import test_chaos
+from tools.harness import postgres, sandbox
+from tests.test_chaos import (ONE_WORKER, chaos_by_seed, check_without_keys, passed_for_every_seed,
                         run_chaos)
 
 pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")

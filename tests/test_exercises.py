@@ -17,10 +17,10 @@ from typing import NamedTuple
 
 import pytest
 
-import guide
-from harness import catalogue, sandbox
-from sims import course
-from helpers import Clock, TopOfRange, fresh_copy, import_learner_file, require
+from tools import guide
+from tools.harness import catalogue, sandbox
+from tools.sims import course
+from tests.helpers import Clock, TopOfRange, fresh_copy, import_learner_file, require
 
 exercise = pytest.mark.exercise
 NEW_USERS = ["ann@example.com", "bob@example.com", "cat@example.com"]

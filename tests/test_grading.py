@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-import guide
-from harness import catalogue, sandbox
-from mutations import MISTAKES, apply
+from tools import guide
+from tools.harness import catalogue, sandbox
+from tests.mutations import MISTAKES, apply
 
 ROOT = catalogue.ROOT
 CODE = ROOT / "code"
@@ -485,7 +485,7 @@ def test_grading_writes_all_of_its_files_or_none(tmp_path, monkeypatch):
     """An earlier grading's table and reports stay as they were if this one
     stops before the end, whether while grading or while writing; a grading
     that ends replaces them all, old reports included."""
-    import grade
+    from tools import grade
     learners = tmp_path / "class"
     for name in ("ann", "bob"):
         (learners / name).mkdir(parents=True)

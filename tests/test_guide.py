@@ -14,8 +14,8 @@ import threading
 import pytest
 from sybil import Document
 
-import guide
-from harness import catalogue, sandbox, sessions
+from tools import guide
+from tools.harness import catalogue, sandbox, sessions
 
 GUIDE = catalogue.ROOT / "guide.md"
 CODE = catalogue.ROOT / "code"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from sybil import Document
 
-import guide
-from harness import catalogue, compare, sandbox, sessions
-from harness import results as results_module
+from tools import guide
+from tools.harness import catalogue, compare, sandbox, sessions
+from tools.harness import results as results_module
 
 CODE = catalogue.ROOT / "code"
 normalise = compare.normalise

@@ -1,8 +1,8 @@
 """tools/load.py counts what the issue's goals are measured in: lines typed,
 once each, split into sittings at each run, and words of prose per chapter."""
-import guide
-import load
-from harness import catalogue
+from tools import guide
+from tools import load
+from tools.harness import catalogue
 
 TOY = '''# 1. Type a piece, run it
 

@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
-from harness import results
-from harness.catalogue import CODE, ROOT
-from mutations import MISTAKES, apply
+from tools.harness import results
+from tools.harness.catalogue import CODE, ROOT
+from tests.mutations import MISTAKES, apply
 
 
 @pytest.mark.mutations

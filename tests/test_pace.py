@@ -8,7 +8,7 @@ code/ tells; the learner's files are checked at the machine's pace."""
 import pytest
 from sybil import Document
 
-from harness import catalogue, sessions
+from tools.harness import catalogue, sessions
 
 GUIDE = catalogue.ROOT / "guide.md"
 PACES = {"quick person": 1, "slow person": 3}

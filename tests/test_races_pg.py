@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from helpers import require
+from tests.helpers import require
 
 pytestmark = pytest.mark.exercise("capstone/races_pg.py")
 

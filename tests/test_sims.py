@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from helpers import ask, run_program
-from sims import api
-from sims.killable_queue.engine import (ACK_SECONDS, HISTORY_SECONDS, POLL_SECONDS,
+from tests.helpers import ask, run_program
+from tools.sims import api
+from tools.sims.killable_queue.engine import (ACK_SECONDS, HISTORY_SECONDS, POLL_SECONDS,
                                         SEND_SECONDS, KillableQueue)
-from sims.race import engine as race
+from tools.sims.race import engine as race
 
 
 

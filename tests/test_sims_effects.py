@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from sims import api, course
-from sims.crash_timing import engine as crash_timing
-from sims.crash_timing.engine import CrashTiming
-from sims.o7 import engine as o7
-from sims.o7.engine import O7Story
-from sims.payment import engine as payment
-from sims.payment.engine import Payment
-from helpers import ask, run_program
+from tools.sims import api, course
+from tools.sims.crash_timing import engine as crash_timing
+from tools.sims.crash_timing.engine import CrashTiming
+from tools.sims.o7 import engine as o7
+from tools.sims.o7.engine import O7Story
+from tools.sims.payment import engine as payment
+from tools.sims.payment.engine import Payment
+from tests.helpers import ask, run_program
 
 tinyq = crash_timing.tinyq      # the capstone's library, as the engines load it
 

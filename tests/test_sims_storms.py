@@ -7,13 +7,13 @@ import statistics
 
 import pytest
 
-from harness import catalogue
-from helpers import ask, run_program
-from sims import course
-from sims.herd import engine as herd
-from sims.herd.engine import Herd
-from sims.retry_budget import engine as retry_budget
-from sims.retry_budget.engine import RetryBudget
+from tools.harness import catalogue
+from tests.helpers import ask, run_program
+from tools.sims import course
+from tools.sims.herd import engine as herd
+from tools.sims.herd.engine import Herd
+from tools.sims.retry_budget import engine as retry_budget
+from tools.sims.retry_budget.engine import RetryBudget
 
 SEEDS = range(1, 21)
 

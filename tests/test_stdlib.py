@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from sims import stdlib
+from tools.sims import stdlib
 
 NAMES = ("alpha_whole_only", "beta_both", "beta_both.sub_whole_only")
 

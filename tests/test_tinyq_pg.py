@@ -14,9 +14,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import test_capstone
-from harness.catalogue import CODE
-from helpers import require
+from tests import test_capstone
+from tools.harness.catalogue import CODE
+from tests.helpers import require
 
 pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
 
@@ -162,7 +162,7 @@ def test_killed_workers_lose_no_job(load_tinyq_pg, postgresql, monkeypatch, caps
     at random and restarted), with tinyq_pg on PostgreSQL: none lost, none
     unexpected, every job done, some claimed again; the jobs run twice are
     counted, but may be none (219 kills once ran none twice)."""
-    from test_chaos import check_killed_workers
+    from tests.test_chaos import check_killed_workers
     folder = Path(load_tinyq_pg.__file__).parent     # the two files, as load_tinyq_pg copied them
     monkeypatch.setenv("DATABASE", postgresql)
     open_queue = ("import os, tinyq_pg\n"

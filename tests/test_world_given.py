@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from sims import course
+from tools.sims import course
 
 
 class NoLuck(random.Random):

@@ -26,13 +26,13 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from guide import GuideError, expand
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
-# What the build imports from requirements.txt; Python's standard library
-# and guide.py are all it needs before it knows it runs in the right place.
-NEEDS = ("jinja2", "pypandoc", "typst")
+# What the build imports from requirements.txt, and the course's own package
+# (pyproject.toml); Python's standard library is all it needs before it knows
+# it runs in the right place.
+NEEDS = ("jinja2", "pypandoc", "typst", "tools")
 TOOLS = ROOT / "tools"
 PYODIDE = ROOT / "node_modules" / "pyodide"
 # What the browser needs of Pyodide: the loader, the interpreter, its standard
@@ -49,6 +49,47 @@ HIGHLIGHT_STYLE = "haddock"        # passes axe's contrast check (see notes)
 
 class BuildError(Exception):
     pass
+
+
+def python_for_build(prefix=sys.prefix, venv=VENV, has_needs=None):
+    """The Python to build with: None for the one running, else the path of
+    the one to start again with. The running one will do if it is .venv's;
+    else .venv's, once `make site` has set it up (it touches .venv/installed);
+    else the running one if it can import all the build NEEDS. Otherwise
+    there is nothing to build with, and the reader is told what to run."""
+    if Path(prefix).resolve() == venv.resolve():
+        return None
+    if (venv / "installed").is_file():
+        return venv / "bin" / "python"
+    if has_needs is None:
+        has_needs = all(importlib.util.find_spec(name) for name in NEEDS)
+    if has_needs:
+        return None
+    raise BuildError(f"{display(venv)}/, the course's virtual environment, is not set up: "
+                     "run `make site` once (it makes .venv/ from requirements.txt, "
+                     "installs the npm packages and builds the site); after that "
+                     "`python3 tools/build.py` uses .venv/ by itself")
+
+
+def display(path):
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+# Before the course's own modules are imported: .venv/ holds them (the
+# package `tools`, pyproject.toml), so another Python starts .venv's first.
+if __name__ == "__main__":
+    try:
+        python = python_for_build()
+    except BuildError as error:
+        print(f"build failed: {error}", file=sys.stderr)
+        sys.exit(1)
+    if python:
+        os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
+
+from tools.guide import GuideError, expand  # noqa: E402  (after the restart above)
 
 
 def main(argv=None):
@@ -87,25 +128,6 @@ def main(argv=None):
           f"-> {display(args.out)}")
     return 0
 
-
-def python_for_build(prefix=sys.prefix, venv=VENV, has_needs=None):
-    """The Python to build with: None for the one running, else the path of
-    the one to start again with. The running one will do if it is .venv's;
-    else .venv's, once `make site` has set it up (it touches .venv/installed);
-    else the running one if it can import all the build NEEDS. Otherwise
-    there is nothing to build with, and the reader is told what to run."""
-    if Path(prefix).resolve() == venv.resolve():
-        return None
-    if (venv / "installed").is_file():
-        return venv / "bin" / "python"
-    if has_needs is None:
-        has_needs = all(importlib.util.find_spec(name) for name in NEEDS)
-    if has_needs:
-        return None
-    raise BuildError(f"{display(venv)}/, the course's virtual environment, is not set up: "
-                     "run `make site` once (it makes .venv/ from requirements.txt, "
-                     "installs the npm packages and builds the site); after that "
-                     "`python3 tools/build.py` uses .venv/ by itself")
 
 
 def parse_args(argv):
@@ -309,8 +331,9 @@ def write_sim_archive(path):
     unpacked in the browser. Laid out as in the repository (tools/sims/,
     code/), so an engine finds code/ where it does here. Fixed timestamps,
     so the same sources always give the same bytes."""
-    files = sorted(file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-                   if "__pycache__" not in file.parts)
+    files = sorted([TOOLS / "__init__.py"] + [
+        file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
+        if "__pycache__" not in file.parts])
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for source in files:
@@ -349,19 +372,5 @@ def swap_in(staging, out):
     staging.rename(out)
 
 
-def display(path):
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 if __name__ == "__main__":
-    try:
-        python = python_for_build()
-    except BuildError as error:
-        print(f"build failed: {error}", file=sys.stderr)
-        sys.exit(1)
-    if python:
-        os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
     sys.exit(main())

@@ -43,9 +43,9 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-import guide
-from harness import results
-from harness.catalogue import GUIDE, OPTIONAL, ROOT, exercises_in
+from tools import guide
+from tools.harness import results
+from tools.harness.catalogue import GUIDE, OPTIONAL, ROOT, exercises_in
 
 LEARNER_SECONDS = 1200           # a whole learner's grading, at the most (--time-limit)
 # What each of a learner's pytest processes may use (each command it runs

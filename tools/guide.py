@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sims
+from tools import sims
 
 DIV_CLASSES = {"check", "answer", "sim", "python"}
 SIM_NAMES = set(sims.folders())      # a simulation is a folder of tools/sims/

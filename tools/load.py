@@ -13,8 +13,8 @@ import re
 import sys
 from collections import defaultdict
 
-import guide
-from harness.catalogue import CAPSTONE, CHAOS, GUIDE, OPTIONAL, ROOT, exercise_of
+from tools import guide
+from tools.harness.catalogue import CAPSTONE, CHAOS, GUIDE, OPTIONAL, ROOT, exercise_of
 
 GIVEN = re.compile(r"_given\.py$")
 

@@ -20,7 +20,7 @@ pyodide.mountNodeFS("/out", dirname(out));
 pyodide.globals.set("out", `/out/${out.split("/").pop()}`);
 console.log(pyodide.runPython(`
 import sys
-sys.path.insert(0, "/course/tools")
-from sims import stdlib
+sys.path.insert(0, "/course")
+from tools.sims import stdlib
 stdlib.make(stdlib.TRIMMED, out, "/course")
 `));

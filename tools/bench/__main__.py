@@ -1,5 +1,5 @@
 """Benchmarks: print numbers, never pass or fail.  Usage: make bench
-(which runs `PYTHONPATH=tools .venv/bin/python -m bench`)
+(which runs `.venv/bin/python -m tools.bench`)
 
 - build time: tools/build.py against one bare pandoc run over the same
   expanded guide (the goal is at most 1.5 times);
@@ -35,9 +35,9 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
-import build
-from bench import queues, sims
-from guide import expand
+from tools import build
+from tools.bench import queues, sims
+from tools.guide import expand
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 7

@@ -368,7 +368,7 @@ def print_postgresql():
     """Drain rates of tinyq and of tinyq_pg on a private server with
     PostgreSQL's default settings (synchronous_commit on: every commit waits
     for the disk), its data on the same disk as SQLite's."""
-    from harness import postgres
+    from tools.harness import postgres
     workers = (1, 2, 4, 8)
     print(f"tinyq on SQLite beside tinyq_pg on PostgreSQL: {JOBS:,} no-op jobs, jobs/s,"
           f" median of {RUNS} runs")
@@ -471,5 +471,5 @@ def main():
 if __name__ == "__main__":
     # Run under its own name: spawned workers, and huey's registry of task
     # names, must see one module bench.queues, never __main__.
-    from bench import queues
+    from tools.bench import queues
     queues.main()

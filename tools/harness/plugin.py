@@ -8,7 +8,7 @@ them to a JSON file, which grading reads. It works the same with -n
 (pytest-xdist): its scheduler keeps a session's blocks in one worker, and
 the summary is counted from the reports the workers send.
 
-Loaded with `-p harness.plugin` in pytest.ini: pytest offers guide.md, at
+Loaded with `-p tools.harness.plugin` in pytest.ini: pytest offers guide.md, at
 the root, only to plugins and to a conftest.py above it.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from sybil import Sybil
 from sybil.example import SybilFailure
 
-import guide
+from tools import guide
 
 from . import postgres
 from .catalogue import (CODE, GUIDE, LAB, OPTIONAL, ROOT, exercise_of, exercises_in,

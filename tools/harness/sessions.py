@@ -28,7 +28,7 @@ from pathlib import Path
 
 from sybil import Document, Region
 
-import guide
+from tools import guide
 
 from . import postgres, sandbox
 from .catalogue import exercise_of

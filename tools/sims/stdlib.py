@@ -59,10 +59,10 @@ def make(whole, out, course):
 def measure(course):
     """The names of the modules a fresh interpreter holds once the
     simulations are imported and each is made, and the course's files they
-    loaded name in their imports."""
+    loaded name in their imports. The folder course must be on sys.path
+    (tools/stdlib.mjs puts it there), so that the package tools is found."""
     import importlib
-    sys.path.insert(0, f"{course}/tools")
-    from sims import api
+    from tools.sims import api
     for name in api.SIMS:
         api.call(f'{{"sim": "{name}", "instance": "measure", "method": "new"}}')
         api.call(f'{{"sim": "{name}", "instance": "measure", "method": "close"}}')

@@ -53,10 +53,11 @@ async function boot() {
     throw new Error(`course.zip could not be fetched (HTTP ${response.status})`);
   }
   pyodide.unpackArchive(await response.arrayBuffer(), "zip", { extractDir: "/course" });
-  // course.zip is laid out as the repository: tools/sims/ and code/.
-  pyodide.runPython("import sys; sys.path.insert(0, '/course/tools')");
-  pyodide.pyimport("sims.stdlib").install(() => wholeLibrary(pyodide));
-  api = pyodide.pyimport("sims.api");
+  // course.zip is laid out as the repository: tools/sims/ and code/. The
+  // package `tools` is found from /course, as .venv/ finds it on a machine.
+  pyodide.runPython("import sys; sys.path.insert(0, '/course')");
+  pyodide.pyimport("tools.sims.stdlib").install(() => wholeLibrary(pyodide));
+  api = pyodide.pyimport("tools.sims.api");
 }
 
 // Pyodide's whole standard library, for a module the trimmed one lacks:

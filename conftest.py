@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import postgres
-from helpers import new_database
-from mutations import MISTAKES
-from sims import api
+from tools.harness import postgres
+from tests.helpers import new_database
+from tests.mutations import MISTAKES
+from tools.sims import api
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")
