@@ -1,8 +1,9 @@
 """Fixtures shared by the tests: the site, built once per run (by the first
 xdist worker that needs it) and served locally; a private PostgreSQL server
-and a new database on it for each test that asks; the simulations' instances,
-closed after each test; the count of classic mistakes graded, printed at the
-end."""
+and a new database on it for each test that asks; a fresh copy of the files
+a test runs, with the folder under test's copy of its exercise; the
+simulations' instances, closed after each test; the count of classic
+mistakes graded, printed at the end."""
 import fcntl
 import functools
 import http.server
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tools.harness import postgres
-from tests.helpers import new_database
+from tests.helpers import fresh_copy, new_database, require
 from tests.mutations import MISTAKES
 from tools.sims import api
 
@@ -36,7 +37,8 @@ def site(tmp_path_factory):
 # The files whose tests take longest, longest first. They start first, so
 # that with -n the last tests to start are short ones and the workers finish
 # together; a file not named here keeps its place after them.
-SLOWEST_FIRST = ["test_grading.py", "test_browser.py", "test_pace.py", "test_chaos.py"]
+SLOWEST_FIRST = ["test_grading.py", "test_browser.py", "test_pace.py", "test_chaos.py",
+                 "test_shop.py"]
 
 
 def pytest_collection_modifyitems(items):
@@ -88,6 +90,16 @@ def postgresql(postgresql_server):
     the test."""
     with new_database(postgresql_server) as address:
         yield address
+
+
+@pytest.fixture
+def folder(request, source_folder):
+    """The files to run, to edit if the test says so: code/'s, with the
+    folder under test's copy of the test's file. Each run copies it again."""
+    exercise = request.node.get_closest_marker("exercise").args[0]
+    require(source_folder, exercise)
+    with fresh_copy(source_folder, exercise) as copy:
+        yield copy
 
 
 CAUGHT = "classic mistakes caught"      # a user property of a test's report

@@ -36,7 +36,7 @@ HARNESS = "harness step"      # the name of the user property each report carrie
 # test. With --work, every other test file is left out of the run; so is
 # test_pace.py, which checks that the guide's stories hold at a person's pace
 # (with code/), and is never counted for a learner's exercise.
-GRADED = {"guide.md", "test_exercises.py", "test_capstone.py", "test_chaos.py",
+GRADED = {"guide.md", "test_exercises.py", "test_tinyq.py", "test_shop.py", "test_chaos.py",
           "test_tinyq_pg.py", "test_races_pg.py", "test_chaos_pg.py"}
 
 
