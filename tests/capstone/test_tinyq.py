@@ -14,6 +14,11 @@ import time
 import pytest
 
 from tests.helpers import TopOfRange
+from tools.harness.catalogue import TINYQ
+
+# A test's runs on PostgreSQL are marked for tinyq_pg.py by their backend
+# (conftest.py), which comes before this mark.
+pytestmark = pytest.mark.exercise(TINYQ)
 
 
 def row(queue, job_id):

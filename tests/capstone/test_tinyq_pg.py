@@ -10,7 +10,9 @@ import time
 import psycopg
 import pytest
 
-pytestmark = pytest.mark.postgresql_only
+from tools.harness.catalogue import TINYQ_PG
+
+pytestmark = [pytest.mark.postgresql_only, pytest.mark.exercise(TINYQ_PG)]
 
 
 # ---- what only PostgreSQL has: claims at once, and LISTEN/NOTIFY
