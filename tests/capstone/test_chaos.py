@@ -394,7 +394,8 @@ def test_killed_workers_lose_no_job(backend, tinyq, database, monkeypatch, capsy
     monkeypatch.setenv("DATABASE", str(database))
     library = tinyq.__name__                     # tinyq, or tinyq_pg
     open_queue = (f"import os, {library}\n"
-                  f"queue = {library}.Queue(os.environ['DATABASE'], lease=0.2, max_attempts=1000)\n")
+                  f"queue = {library}.Queue(os.environ['DATABASE'], lease=0.2,"
+                  f" max_attempts=1000)\n")
     check_killed_workers(Path(tinyq.__file__).parent, open_queue, capsys, **QUEUE_CHECK[backend])
 
 
