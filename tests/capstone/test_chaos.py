@@ -330,16 +330,19 @@ with queue.transaction():
 """
 
 
-def kill_workers_until_drained(folder, workers, rng, stuck_after=30, jobs_per_kill=1):
+def kill_workers_until_drained(folder, workers, rng, jobs_per_kill=1, stuck_after=30,
+                               time_limit=240):
     """Run the workers, SIGKILL a random one every 5-50 ms and start it
     again, until every worker has found the queue drained. Returns the kills.
     A kill waits until jobs_per_kill jobs have run since the last one: on a
     machine so busy that a Python takes longer to start than the workers take
     to be killed, they would otherwise never get to work (in a soak beside
     four CPU hogs, 10,000 jobs were not done after 120 s). The queue is stuck
-    once no job has run for stuck_after seconds: a limit on the whole run
-    would fail a machine that is only busy (at a load of 17, PostgreSQL's
-    check took 50 s of such a limit's 120)."""
+    once no job has run for stuck_after seconds. The whole run's time_limit
+    is for a queue that runs jobs and never drains: it is generous, as a busy
+    machine is slow (at a load of 17, PostgreSQL's check took 50 s, where the
+    limit was once 120), and below pytest's timeout (pytest.ini), so that
+    such a queue fails with its reason instead of timing out."""
     def start():
         return subprocess.Popen([sys.executable, "worker.py"], cwd=folder)
 
@@ -349,7 +352,7 @@ def kill_workers_until_drained(folder, workers, rng, stuck_after=30, jobs_per_ki
 
     running = [start() for _ in range(workers)]
     kills, delivered, last_kill = 0, 0, 0
-    progress = time.monotonic()
+    started = progress = time.monotonic()
     try:
         while any(worker.poll() is None for worker in running):
             time.sleep(rng.uniform(0.005, 0.05))
@@ -358,6 +361,8 @@ def kill_workers_until_drained(folder, workers, rng, stuck_after=30, jobs_per_ki
                 delivered, progress = now_delivered, time.monotonic()
             assert time.monotonic() - progress < stuck_after, \
                 f"the workers did not drain the queue: no job ran for {stuck_after} s"
+            assert time.monotonic() - started < time_limit, \
+                f"the workers did not drain the queue in {time_limit} s"
             if delivered < last_kill + jobs_per_kill:
                 continue
             last_kill = delivered
