@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tools.build import BuildError, python_for_build
-from tools import guide
+from tools import guide, sims
 from tests.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +95,8 @@ def test_every_listing_is_exactly_its_source(site):
 
 def test_the_markdown_download_has_every_include_filled(site):
     text = (site / "guide.md").read_text(encoding="utf-8")
-    expanded, _ = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)
+    expanded, _ = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT,
+                               sims.folders())
     assert text == expanded
     assert "def signup(address):" in text
 
@@ -111,7 +112,8 @@ def test_the_font_has_every_character_of_every_diagram_and_listing():
     from fontTools.ttLib import TTFont
     drawn = set(TTFont(ROOT / "tools" / "static" / "fonts" / "course-mono.woff2")
                 .getBestCmap())
-    text = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)[0]
+    text = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT,
+                        sims.folders())[0]
     used = {ord(c) for block in guide.blocks(text) for line in block.body for c in line}
     missing = sorted(chr(c) for c in used - drawn)
     assert not missing, f"not in tools/static/fonts/course-mono.woff2: {missing}"

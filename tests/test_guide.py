@@ -14,7 +14,7 @@ import threading
 import pytest
 from sybil import Document
 
-from tools import guide
+from tools import guide, sims
 from tools.harness import catalogue, sandbox, sessions
 
 GUIDE = catalogue.ROOT / "guide.md"
@@ -66,7 +66,8 @@ def include_blocks():
 
 def test_every_include_resolves():
     """The build's own reader expands every include of guide.md without error."""
-    markdown, origin = guide.expand(GUIDE.read_text(encoding="utf-8"), catalogue.ROOT)
+    markdown, origin = guide.expand(GUIDE.read_text(encoding="utf-8"), catalogue.ROOT,
+                                    sims.folders())
     assert len(origin) == len(markdown.splitlines())
 
 
@@ -170,6 +171,18 @@ def test_find_object(tmp_path):
         guide.find_object(path, "Queue.work", 9)
 
 
+def test_the_reader_imports_no_simulation():
+    """guide.py reads the markup and nothing else: the build hands it the
+    simulations' names, so what reads the guide without building the site
+    (the harness, grading, load.py) never loads tools/sims/."""
+    check = ("import sys, tools.guide, tools.harness.plugin, tools.load, tools.grade\n"
+             "print([m for m in sys.modules if m == 'tools.sims' or m.startswith('tools.sims.')])")
+    run = subprocess.run([sys.executable, "-c", check], cwd=catalogue.ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n"
+
+
 def test_pandoc_attributes():
     assert guide.parse_attributes("console", 1) == (["console"], {})
     assert guide.parse_attributes('{.python #ex1 include="code/a.py" lines=3-9}', 1) == (
@@ -206,13 +219,13 @@ def test_pandoc_attributes():
 ])
 def test_markup_mistakes_name_their_line(markdown, message):
     with pytest.raises(guide.GuideError) as error:
-        guide.expand(markdown, catalogue.ROOT)
+        guide.expand(markdown, catalogue.ROOT, {"race"})
     assert str(error.value).startswith(message)
 
 
 def test_a_python_box_may_hold_an_example_and_its_output():
     text = '# A\n\n::: python\n**x**\n\n```python\nprint(1)\n```\n\n```output\n1\n```\n:::\n'
-    markdown, _ = guide.expand(text, catalogue.ROOT)
+    markdown, _ = guide.expand(text, catalogue.ROOT, set())
     assert markdown == text
     [(line, inside, blocks)] = guide.python_boxes(text)
     assert line == 3 and inside.startswith("**x**") and inside.endswith("```")
@@ -222,7 +235,7 @@ def test_a_python_box_may_hold_an_example_and_its_output():
 def test_a_listing_expands_to_exactly_its_source():
     markdown, _ = guide.expand(
         '# A\n\n```{.python include="code/ex02_jobs.py" pyobject="make_job"}\n```\n',
-        catalogue.ROOT)
+        catalogue.ROOT, set())
     source = (CODE / "ex02_jobs.py").read_text().splitlines()
     first = next(n for n, line in enumerate(source, 1) if line.startswith("def make_job"))
     body = markdown.split("```")[1].split("\n", 1)[1]

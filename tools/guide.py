@@ -3,17 +3,15 @@
 The one reader of the guide: the build uses it to check the guide and expand
 every include before pandoc sees it; the transcript harness and the tests use
 it to find the blocks they check. Every problem is reported as a GuideError
-carrying the guide.md line it belongs to.
+carrying the guide.md line it belongs to. It imports none of the course's
+other modules: the build hands it the simulations' names.
 """
 import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools import sims
-
 DIV_CLASSES = {"check", "answer", "sim", "python"}
-SIM_NAMES = set(sims.folders())      # a simulation is a folder of tools/sims/
 INCLUDE_ATTRS = {"include", "pyobject", "lines"}
 
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")
@@ -129,15 +127,15 @@ def read_guide(path):
     return blocks(path.read_text(encoding="utf-8"), path.name)
 
 
-def check_div(line, info):
+def check_div(line, info, sim_names):
     classes, attrs = parse_attributes(info if info.startswith("{") else "{." + info + "}", line)
     unknown = " ".join(sorted(set(classes) - DIV_CLASSES))
     if unknown or not classes:
         raise GuideError(line, f"unknown div class {unknown or info!r}; "
                                f"known: {', '.join(sorted(DIV_CLASSES))}")
-    if "sim" in classes and attrs.get("name") not in SIM_NAMES:
+    if "sim" in classes and attrs.get("name") not in sim_names:
         raise GuideError(line, f"unknown simulation name {attrs.get('name')!r}; "
-                               f"known: {', '.join(sorted(SIM_NAMES))}")
+                               f"known: {', '.join(sorted(sim_names))}")
 
 
 def is_python_box(info):
@@ -219,8 +217,9 @@ def find_object(path, dotted, line):
     return first, node.end_lineno
 
 
-def expand(text, root):
-    """Check guide.md and return (expanded Markdown, line map).
+def expand(text, root, sim_names):
+    """Check guide.md and return (expanded Markdown, line map). sim_names
+    are the simulations a `::: {.sim name=...}` may name.
 
     The line map gives, for each line of the expanded text, the guide.md line
     it came from, so pandoc's messages can point at the guide."""
@@ -238,7 +237,7 @@ def expand(text, root):
     for event in scan(text):
         if event[0] != "code":
             if event[0] == "div":
-                check_div(event[1], event[2])
+                check_div(event[1], event[2], sim_names)
             if is_python_box(event[2]) and event[0] == "div":
                 boxes.append(event[1])
             elif is_python_box(event[2]):
