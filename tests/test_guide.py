@@ -171,6 +171,76 @@ def test_find_object(tmp_path):
         guide.find_object(path, "Queue.work", 9)
 
 
+PARTS = """\
+# What the file does.
+import json
+from pathlib import Path
+
+LIMIT = 3                        # a constant: its comment
+                                 # goes on below it
+
+
+# ---- Part two: a heading for what follows
+
+SCHEMA = "a"
+SCHEMA += "b"
+
+
+class Queue:
+    # the claim
+    @staticmethod
+    def claim():
+        pass
+
+
+if __name__ == "__main__":
+    print(LIMIT)
+"""
+
+
+@pytest.mark.parametrize("attributes, lines", [
+    ({"pyobject": "import json"}, (2, 2)),
+    ({"pyobject": "from pathlib import Path"}, (3, 3)),
+    ({"pyobject": "SCHEMA +="}, (12, 12)),
+    ({"pyobject": "__main__"}, (22, 23)),
+    ({"to": "from pathlib import Path"}, (1, 3)),          # the file's top
+    ({"from": "LIMIT", "to": "LIMIT"}, (5, 5)),            # no heading above it
+    ({"from": "SCHEMA", "to": "SCHEMA +="}, (9, 12)),      # its heading comes with it
+    ({"from": "Queue.claim", "to": "Queue.claim"}, (16, 19)),
+    ({"from": "Queue", "to": "__main__"}, (15, 23)),
+])
+def test_an_include_shows_the_part_its_names_say(tmp_path, attributes, lines):
+    (tmp_path / "parts.py").write_text(PARTS)
+    block = guide.Block(1, "", "```", ["python"], {"include": "parts.py", **attributes})
+    text, first = guide.include(block, tmp_path)
+    assert (first, first + len(text.splitlines()) - 1) == lines
+    assert text == "\n".join(PARTS.splitlines()[first - 1:lines[1]])
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"pyobject": "Queue.work"}, "pyobject 'Queue.work' not found in parts.py"),
+    ({"pyobject": "LIMIT", "from": "LIMIT"}, "use pyobject= or from=/to=, not both"),
+    ({"from": "Queue"}, "from= needs a to="),
+    ({"from": "Nope", "to": "Queue"}, "from 'Nope' not found in parts.py"),
+    ({"from": "Queue", "to": "LIMIT"}, "to='LIMIT' comes before from='Queue'"),
+    ({"pyobject": "LIMIT", "lines": "1-3"}, "unknown include attribute lines"),
+])
+def test_an_include_whose_names_do_not_fit_names_its_line(tmp_path, attributes, message):
+    (tmp_path / "parts.py").write_text(PARTS)
+    block = guide.Block(7, "", "```", ["python"], {"include": "parts.py", **attributes})
+    with pytest.raises(guide.GuideError) as error:
+        guide.include(block, tmp_path)
+    assert str(error.value).startswith(f"guide.md:7: {message}")
+
+
+def test_a_name_two_statements_have_is_an_error(tmp_path):
+    (tmp_path / "parts.py").write_text(PARTS + "\nLIMIT = 4\n")
+    block = guide.Block(7, "", "```", ["python"], {"include": "parts.py", "to": "LIMIT"})
+    with pytest.raises(guide.GuideError, match=r"^guide.md:7: to 'LIMIT' is ambiguous in "
+                                               r"parts.py: it names lines 5, 25$"):
+        guide.include(block, tmp_path)
+
+
 def test_the_reader_imports_no_simulation():
     """guide.py reads the markup and nothing else: the build hands it the
     simulations' names, so what reads the guide without building the site
@@ -185,8 +255,8 @@ def test_the_reader_imports_no_simulation():
 
 def test_pandoc_attributes():
     assert guide.parse_attributes("console", 1) == (["console"], {})
-    assert guide.parse_attributes('{.python #ex1 include="code/a.py" lines=3-9}', 1) == (
-        ["python"], {"id": "ex1", "include": "code/a.py", "lines": "3-9"})
+    assert guide.parse_attributes('{.python #ex1 include="code/a.py" to=Job}', 1) == (
+        ["python"], {"id": "ex1", "include": "code/a.py", "to": "Job"})
     assert guide.parse_attributes(r'{.console edit="f: say(\"hi\") => x"}', 1) == (
         ["console"], {"edit": 'f: say("hi") => x'})
     with pytest.raises(guide.GuideError, match="guide.md:7: cannot read attributes"):
@@ -198,8 +268,14 @@ def test_pandoc_attributes():
      "guide.md:3: included file not found: code/nope.py"),
     ('# A\n\n```{.python include="code/ex02_jobs.py" pyobject="nope"}\n```\n',
      "guide.md:3: pyobject 'nope' not found in ex02_jobs.py"),
-    ('# A\n\n```{.python include="code/ex02_jobs.py" lines="5-900"}\n```\n',
-     "guide.md:3: lines=5-900 is outside code/ex02_jobs.py"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" lines="5-9"}\n```\n',
+     "guide.md:3: unknown include attribute lines"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" from="make_job" to="nope"}\n```\n',
+     "guide.md:3: to 'nope' not found in ex02_jobs.py"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" from="make_job"}\n```\n',
+     "guide.md:3: from= needs a to="),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" pyobject="make_job" to="main"}\n```\n',
+     "guide.md:3: use pyobject= or from=/to=, not both"),
     ('# A\n\n```{.python include="code/ex02_jobs.py"}\nx = 1\n```\n',
      "guide.md:3: an include block must be empty"),
     ('# A\n\n```python\nprint(1)\n```\n',
@@ -460,8 +536,8 @@ def test_just_enough_sql_says_what_sqlite_does(tmp_path):
 
 
 def test_tinyq_is_typed_whole_in_two_sittings_of_at_most_200_lines():
-    """Chapter 9 has the reader type capstone/tinyq.py in two listings (a
-    range of lines, then the Queue class): together they show every line
+    """Chapter 9 has the reader type capstone/tinyq.py in two listings (the
+    file's top to Job, then the Queue class): together they show every line
     of the file but the blank ones between them, none twice, and neither
     is longer than one sitting's 200 lines."""
     tinyq = "code/capstone/tinyq.py"
