@@ -136,7 +136,7 @@ def test_a_simulation_block_gives_its_paragraph_and_a_mount_point(tmp_path):
                    "--no-extras")
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "site" / "one.html").read_text()
-    assert '<div class="sim-mount" data-sim="race"></div>' in page
+    assert f'<div class="{guide.SIM_MOUNT}" data-sim="race"></div>' in page
     assert "<p>Two workers claim one job.</p>" in page
 
 

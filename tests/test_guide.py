@@ -253,6 +253,16 @@ def test_the_reader_imports_no_simulation():
     assert run.stdout == "[]\n"
 
 
+def test_blocks_lua_renders_the_markup_guide_py_lists():
+    """blocks.lua keeps lists of its own, in Lua: they must be guide.py's table."""
+    lua = (catalogue.ROOT / "tools" / "blocks.lua").read_text(encoding="utf-8")
+    [stripped] = re.findall(r"for _, name in ipairs\(\{(.*)\}\) do\n\s*block\.attributes", lua)
+    assert set(re.findall(r'"(\w+)"', stripped)) == guide.INCLUDE_ATTRS | {guide.LISTING_START}
+    divs = re.findall(r'(?:div|inner)\.classes:includes\("([\w-]+)"\)', lua)
+    assert set(divs) == guide.DIV_CLASSES
+    assert re.findall(r'<div class="([\w-]+)" data-sim=', lua) == [guide.SIM_MOUNT]
+
+
 def test_pandoc_attributes():
     assert guide.parse_attributes("console", 1) == (["console"], {})
     assert guide.parse_attributes('{.python #ex1 include="code/a.py" to=Job}', 1) == (

@@ -90,7 +90,7 @@ if __name__ == "__main__":
         os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
 
 from tools import sims  # noqa: E402  (after the restart above)
-from tools.guide import GuideError, expand  # noqa: E402
+from tools.guide import SIM_MOUNT, GuideError, expand  # noqa: E402
 
 
 def main(argv=None):
@@ -237,7 +237,7 @@ def write_pages(book, staging, download):
 
 def has_sims(html):
     """Whether a page holds a simulation, and so needs its script."""
-    return 'class="sim-mount"' in html
+    return f'class="{SIM_MOUNT}"' in html
 
 
 def write(path, text):

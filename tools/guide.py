@@ -11,8 +11,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DIV_CLASSES = {"check", "answer", "sim", "python"}
-INCLUDE_ATTRS = {"include", "pyobject", "from", "to"}
+# ---- The course's markup: all that guide.md may say beyond pandoc's own,
+# listed here and nowhere else. expand() checks the divs and the includes,
+# the harness runs the console blocks, and blocks.lua renders them all (a
+# test holds blocks.lua's own lists to these). CONTRIBUTING.md explains each.
+DIV_CLASSES = {"check", "answer", "sim", "python"}     # ::: check, ::: {.sim name="race"}
+INCLUDE_ATTRS = {"include", "pyobject", "from", "to"}  # ```{.python include="code/x.py"}
+LISTING_START = "startFrom"      # added by expand(): the file's line a listing starts at
+CONSOLE_ATTRS = {"database", "edit", "session", "terminal", "timewarp", "timings"}
+SIM_MOUNT = "sim-mount"          # the class of the element blocks.lua leaves for a sim
 
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")
 DIV = re.compile(r"^(?P<colons>:{3,})\s*(?P<info>.*?)\s*:*\s*$")
@@ -311,7 +318,7 @@ def expand(text, root, sim_names):
         attrs = " ".join([f"#{block.id}"] * bool(block.id) +
                          [f".{c}" for c in block.classes] +
                          [f'{k}="{v}"' for k, v in block.attributes.items()] +
-                         [f'startFrom="{first}"'])
+                         [f'{LISTING_START}="{first}"'])
         for row in [f"{fence}{{{attrs}}}", *code.splitlines(), fence]:
             out.append(block.indent + row if row else row)
             origin.append(block.line)
