@@ -201,7 +201,8 @@ if __name__ == "__main__":
     ({"pyobject": "SCHEMA +="}, (12, 12)),
     ({"pyobject": "__main__"}, (22, 23)),
     ({"to": "from pathlib import Path"}, (1, 3)),          # the file's top
-    ({"from": "LIMIT", "to": "LIMIT"}, (5, 5)),            # no heading above it
+    ({"pyobject": "LIMIT"}, (5, 6)),                       # its comment goes on below
+    ({"from": "LIMIT", "to": "LIMIT"}, (5, 6)),            # and no heading is above it
     ({"from": "SCHEMA", "to": "SCHEMA +="}, (9, 12)),      # its heading comes with it
     ({"from": "Queue.claim", "to": "Queue.claim"}, (16, 19)),
     ({"from": "Queue", "to": "__main__"}, (15, 23)),

@@ -242,10 +242,20 @@ def first_line(node):
     return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
 
 
+def last_line(source, node):
+    """Where a statement ends: at its last line, or at the comment lines just
+    below it that are indented deeper, carrying on its last line's comment."""
+    last = node.end_lineno
+    while (last < len(source) and source[last].lstrip().startswith("#")
+           and len(source[last]) - len(source[last].lstrip()) > node.col_offset):
+        last += 1
+    return last
+
+
 def find_object(path, dotted, line):
     """First and last line of a function, class, Class.method or assignment."""
     node = find(path, dotted, line)
-    return first_line(node), node.end_lineno
+    return first_line(node), last_line(path.read_text(encoding="utf-8").splitlines(), node)
 
 
 def find_range(path, source, attrs, line):
@@ -254,7 +264,7 @@ def find_range(path, source, attrs, line):
     if "to" not in attrs:
         raise GuideError(line, "from= needs a to=: the statement the listing ends with")
     first = heading(source, find(path, attrs["from"], line, "from")) if "from" in attrs else 1
-    last = find(path, attrs["to"], line, "to").end_lineno
+    last = last_line(source, find(path, attrs["to"], line, "to"))
     if last < first:
         raise GuideError(line, f"to={attrs['to']!r} comes before from={attrs['from']!r}")
     return first, last
