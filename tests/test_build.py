@@ -168,6 +168,8 @@ GOOD_START = "---\ntitle: T\n---\n\n# 1. One\n\nText.\n\n"     # the next line i
      "guide.md:9: included file not found: code/missing.py"),
     ('```{.python include="code/ex01_slow_signup.py" pyobject="nothing"}\n```\n',
      "guide.md:9: pyobject 'nothing' not found in ex01_slow_signup.py"),
+    ('```{.python include="code/ex01_slow_signup.py" from="signup" to="nothing"}\n```\n',
+     "guide.md:9: to 'nothing' not found in ex01_slow_signup.py"),
     ('::: {.sim name="pinball"}\nA paragraph.\n:::\n',
      "guide.md:9: unknown simulation name 'pinball'"),
     ('::: sidebar\nA paragraph.\n:::\n', "guide.md:9: unknown div class 'sidebar'"),
