@@ -63,7 +63,7 @@ end
 local function listing(block)
   local first = tonumber(block.attributes.startFrom or "1")
   local file = block.attributes.include
-  for _, name in ipairs({ "include", "pyobject", "lines", "startFrom" }) do
+  for _, name in ipairs({ "include", "pyobject", "from", "to", "startFrom" }) do
     block.attributes[name] = nil
   end
   if not html then

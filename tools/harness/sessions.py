@@ -38,8 +38,6 @@ from .sandbox import (SCRATCH, TIMEWARP_FACTOR, EditError, Process, TranscriptEr
                       pause)
 
 EXIT_GRACE = 3                # real seconds a command that went wrong gets to finish
-# each one is documented in CONTRIBUTING.md
-KNOWN_ATTRIBUTES = {"database", "edit", "session", "terminal", "timewarp", "timings"}
 INTERRUPT = "^C"              # how a terminal shows Ctrl-C
 SESSIONS = "console sessions" # key of the running sessions in a Sybil namespace
 # A person's pauses, in seconds of the programs' clock, before a command or a
@@ -180,7 +178,7 @@ class Session:
 
     def run(self, block):
         """Run one block: start its commands, send its ^C, wait for its output."""
-        unknown = sorted(set(block.attributes) - KNOWN_ATTRIBUTES)
+        unknown = sorted(set(block.attributes) - guide.CONSOLE_ATTRS)
         if unknown:
             raise TranscriptError(
                 f"{block.where()}: unknown console attribute {', '.join(unknown)}")
