@@ -1,4 +1,5 @@
 """tools/build.py: the site it builds, and how it refuses broken input."""
+import re
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,20 @@ def test_every_listing_is_exactly_its_source(site):
     for block, text in zip(includes, shown):
         source, _ = guide.include(block, ROOT)
         assert text == source, f"guide.md:{block.line}: the listing differs from its file"
+
+
+def test_every_div_writes_its_attributes_in_one_order(site):
+    """The same guide builds the same bytes: the attributes of a listing, a
+    Python box's example and a simulation come in the order blocks.lua
+    writes them, not in the order of a Lua table's keys, which changes from
+    run to run."""
+    page = (site / "all.html").read_text("utf-8")
+    for kind, order in [("listing", ("class", "style", "tabindex", "role", "aria-label")),
+                        ("example", ("class", "tabindex", "role", "aria-label")),
+                        ("sim", ("class", "data-sim"))]:
+        opened = re.findall(f'<div class="{kind}"[^>]*>', page)
+        assert opened, kind
+        assert {tuple(re.findall(r'\s([\w-]+)=', tag)) for tag in opened} == {order}
 
 
 def test_the_markdown_download_has_every_include_filled(site):
