@@ -29,20 +29,19 @@ class Exercise:
     given: tuple = ()           # given files (*_given.py): commands naming them count for it
     runs: tuple = ()            # other typed files that its transcripts run too
 
-    @property
-    def stem(self):
-        return Path(self.file).stem
-
 
 def _exercise(number, name, *more):
+    """Exercise number's file, ex<number>_<name>.py, graded by
+    tests/exercises/test_ex<number>.py (and any more modules named)."""
     return Exercise(f"ex{number:02}_{name}.py", (f"tests/exercises/test_ex{number:02}.py", *more))
 
 
-# The capstone's three typed files, each graded on its own; its outside
-# world, capstone/world_given.py, is given, and its transcripts (chaos.py's)
-# count for chaos.py. Chapter 6's herd.py is an optional experiment, graded
-# by its transcripts alone; so is the lab's chaos_pg.py, whose tests grade
-# tinyq_pg.py, the queue it runs.
+# In the order grading lists them, which is not the guide's: Exercise 9 is
+# taught after the capstone. The capstone's three typed files, each graded
+# on its own; its outside world, capstone/world_given.py, is given, and its
+# transcripts (chaos.py's) count for chaos.py. Chapter 6's herd.py is an
+# optional experiment, graded by its transcripts alone; so is the lab's
+# chaos_pg.py, whose tests grade tinyq_pg.py, the queue it runs.
 EXERCISES = (
     _exercise(1, "slow_signup"),
     _exercise(2, "jobs"),
