@@ -25,7 +25,7 @@ TEST_WORKERS ?= 4
 
 ifdef WORK
 # grading needs neither the browser nor the site tools
-# --work runs only the tests that use the learner's files (GRADED, tools/harness/plugin.py)
+# --work runs only the tests that grade the exercises (tools/harness/catalogue.py)
 PYTEST_ARGS := --work="$(abspath $(WORK))"
 CHECK_NEEDS := $(INSTALLED)
 else

@@ -22,7 +22,7 @@ from sybil.example import SybilFailure
 from tools import guide
 
 from . import postgres
-from .catalogue import (CODE, GUIDE, LAB, OPTIONAL, ROOT, exercise_of, exercises_in,
+from .catalogue import (CODE, FILES, GRADED_TESTS, GUIDE, LAB, OPTIONAL, ROOT, exercise_of,
                         where_taught)
 from .results import (EXPLAINED, MISSING, NOT_GRADED, NOT_RUN, PASS, as_text, test_problem,
                       transcript_problem, verdict_of, write as write_results)
@@ -32,12 +32,12 @@ RESULTS = pytest.StashKey[dict]()
 HARNESS = "harness step"      # the name of the user property each report carries
 
 
-# What grading a learner's folder runs: the tests that use the files under
-# test. With --work, every other test file is left out of the run; so is
-# test_pace.py, which checks that the guide's stories hold at a person's pace
-# (with code/), and is never counted for a learner's exercise.
-GRADED = {"guide.md", "test_exercises.py", "test_capstone.py", "test_chaos.py",
-          "test_tinyq_pg.py", "test_races_pg.py", "test_chaos_pg.py"}
+# What grading a learner's folder runs: the guide and the test modules that
+# grade its exercises (catalogue.py), by their paths from the root. With
+# --work, every other test file is left out of the run; so is test_pace.py,
+# which checks that the guide's stories hold at a person's pace (with
+# code/), and is never counted for a learner's exercise.
+GRADED = {"guide.md", *GRADED_TESTS}
 
 
 def pytest_addoption(parser):
@@ -57,9 +57,14 @@ def pytest_addoption(parser):
 
 def pytest_ignore_collect(collection_path, config):
     if config.getoption("--work") and collection_path.is_file() \
-            and collection_path.name not in GRADED:
+            and from_root(collection_path) not in GRADED:
         return True
     return None
+
+
+def from_root(path):
+    """A path as the catalogue names it: from the repository's root."""
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
 def source_folder_of(config):
@@ -116,7 +121,7 @@ def pytest_collection_modifyitems(config, items):
     only = config.getoption("--exercise")
     if only:
         for name in only:
-            if name not in exercises_in(guide.read_guide(GUIDE)):
+            if name not in FILES:
                 raise pytest.UsageError(f"--exercise {name}: the guide has no such exercise")
         others = [item for item in items if exercise_marked(item) not in only]
         config.hook.pytest_deselected(items=others)
@@ -242,7 +247,7 @@ def exercise_results(folder, results):
     course's order, the problems in the order their steps come."""
     text = GUIDE.read_text(encoding="utf-8")
     exercises = {}
-    for exercise in exercises_in(guide.read_guide(GUIDE)):
+    for exercise in FILES:
         if exercise in OPTIONAL and not (folder / exercise).is_file():
             continue                             # optional, and not handed in
         problems = [problem for _, problem in sorted(results["problems"][exercise],
