@@ -582,7 +582,7 @@ def test_api_errors_are_answers(instances, request_text, message):
 def test_api_a_bad_step_is_an_answer_too(instances):
     ask("race", "r", "new")
     answer = ask("race", "r", "step", [2])
-    assert answer == {"ok": False, "error": "worker must be 0 or 1, not 2"}
+    assert answer == {"ok": False, "error": "worker must be a whole number from 0 to 1, not 2"}
     assert ask("race", "r", "step", ["0", "extra"])["ok"] is False
 
 
