@@ -1,8 +1,8 @@
 """Fixtures shared by the tests: the site, built once per run (by the first
 xdist worker that needs it) and served locally; a private PostgreSQL server
 and a new database on it for each test that asks; the simulations' instances,
-closed after each test; the count of classic mistakes graded, printed at the
-end."""
+and the engines a test opens, closed after each test; the count of classic
+mistakes graded, printed at the end."""
 import fcntl
 import functools
 import http.server
@@ -69,6 +69,21 @@ def instances():
     yield api.instances
     for key in list(api.instances):
         api.close(key)
+
+
+@pytest.fixture
+def opened():
+    """opened(Engine, ...) makes an engine and closes it (its connections
+    and its files) after the test."""
+    engines = []
+
+    def open_engine(engine, *args, **options):
+        engines.append(engine(*args, **options))
+        return engines[-1]
+
+    yield open_engine
+    for engine in engines:
+        engine.close()
 
 
 @pytest.fixture(scope="session")

@@ -100,3 +100,17 @@ def run_program(name, *args):
                             cwd=catalogue.ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def tasks(state):
+    """{task id: done or not}, from a simulation's state."""
+    return {task["id"]: task["done"] for task in state["tasks"]}
+
+
+def earned(state):
+    """The ids of the tasks a simulation's state says are done."""
+    return {task for task, done in tasks(state).items() if done}
+
+
+GUIDE = (catalogue.ROOT / "guide.md").read_text(encoding="utf-8")
+PROSE = " ".join(GUIDE.split())          # the guide's words, however its lines wrap
