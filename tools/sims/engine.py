@@ -1,37 +1,21 @@
-"""What every simulation's engine is: a class on Engine, in its folder's
-engine.py. It has
+"""What every simulation's engine is: the one class of its folder's
+engine.py on Engine, with
 
-    TASKS      {task id: what the reader is asked to do}; earned holds the
-               ids done, and tasks() lists them for the state
-    SETTINGS   {name: kind}: what the page may set, checked by check()
+    TASKS      {task id: what the reader is asked to do}; self.earned holds
+               the ids done (never at the start), tasks() lists them
+    SETTINGS   {name: kind}: what the page may set, each value checked by
+               check(); a kind is (bool,), (str, choice, ...) or (int or
+               float, lowest, highest)
     state()    everything the page draws, as JSON-ready data, with
                "tasks": self.tasks()
     close()    frees its connections and files (nothing, by default)
 
-and its methods marked @action, the only ones the page may call besides
-state (api.py reads them off the class). An action that is a staticmethod
-is a function: the page may call it with no instance made.
-
-    class Counter(Engine):
-        TASKS = {"three": "count to three"}
-        SETTINGS = {"step": (int, 1, 3)}
-
-        def __init__(self, step=1):
-            super().__init__()
-            self.step, self.count = check("step", step, self.SETTINGS["step"]), 0
-
-        @action
-        def add(self):
-            self.count += self.step
-            if self.count >= 3:
-                self.earned.add("three")
-
-        def state(self):
-            return {"count": self.count, "tasks": self.tasks()}
-
-A kind is (bool,), (str, choice, ...) or (int or float, lowest, highest).
-Rerun is an Engine whose whole run follows from its SETTINGS, and
-program() makes the text program of one (python3 -m tools.sims NAME).
+and its methods marked @action: with state, all the page may call
+(api.py reads them off the class). An action that is a staticmethod needs
+no instance. Rerun is an Engine whose whole run follows from its
+SETTINGS, and program() makes a text program (python3 -m tools.sims NAME)
+whose options they are. CONTRIBUTING.md §Simulations has a small engine to
+copy; tools/sims/test_contract.py holds every folder to this.
 """
 import argparse
 import inspect

@@ -7,7 +7,6 @@ import pytest
 from tools.sims import api
 
 
-
 @pytest.mark.parametrize("request_text, message", [
     ("not json", "not JSON"),
     ("[1, 2]", "must be a JSON object"),

@@ -12,14 +12,10 @@ from tools.sims.crash_timing import engine as crash_timing
 from tools.sims.crash_timing.engine import CrashTiming
 
 
-
 tinyq = crash_timing.tinyq      # the capstone's library, as the engines load it
-
 
 ONCE, DUP, LOST, NA = ("exactly once", 1), ("duplicate", 2), ("lost", 0), ("n/a", None)
 COLUMNS = ("none", "key", "key-apart", "transaction", "ack-first")
-
-
 EXPECTED = {                    # crash point: the outcome under each protection, in COLUMNS order
     "none":                   (ONCE, ONCE, ONCE, ONCE, ONCE),
     "after-claim":            (ONCE, ONCE, ONCE, ONCE, ONCE),
@@ -228,6 +224,8 @@ def test_the_crash_timing_state_is_json():
             "effects", "tasks", "stations", "outcomes"} <= set(state)
     assert {"t", "who", "what", "kind"} == set(state["timeline"][0])
 
+
+# ---- what the picture draws: the steps as stations, and where each crash falls
 
 STATIONS = {
     "none": ["claim", "add points", "ack"],

@@ -12,7 +12,6 @@ from tools.sims.herd import engine as herd
 from tools.sims.herd.engine import Herd
 
 
-
 SEEDS = range(1, 21)
 
 
@@ -41,6 +40,12 @@ def test_full_jitter_cuts_the_calls_by_more_than_half():
     for seed, full in zip(SEEDS, runs("full")):
         assert full["calls"] < exponential[seed - 1]["calls"] / 2, seed
 
+
+# Brooker's article, on 100 clients or so: no jitter is the clear loser,
+# in work and in time; equal jitter is the loser of the jittered methods,
+# slightly more work than full jitter and much longer; full jitter does
+# less work than decorrelated jitter, and takes slightly more time. Each
+# row must stand so to the others, over 20 seeds, at the chapter's 100.
 
 def test_without_jitter_the_clients_do_the_most_work():
     """Brooker's clear loser: without jitter, every seed makes more than
@@ -156,6 +161,8 @@ def test_the_herd_tasks_are_earned_by_doing_them():
     assert earned(sim.state()) == {"herd", "cap", "quick"}
 
 
+# ---- what Chapter 6 says the engine gave
+
 def test_the_herd_engine_runs_the_readers_herd_py_as_chapter_6_describes_it():
     """The table in Chapter 6 is herd.py's own output (its transcript holds
     it); the simulation gives the same runs, with the model the text
@@ -196,6 +203,8 @@ def test_chapter_6s_drill_asks_about_what_a_cap_of_10_ms_does():
     assert "run `python3 herd.py --cap 0.01` and compare" in PROSE
 
 
+# ---- the picture's numbers (its view draws these)
+
 def at_each_instant(policy, **settings):
     """How many calls were made at each instant, from the engine's own calls."""
     return collections.Counter(time for time, _, _ in herd.contend(policy, **settings))
@@ -233,6 +242,12 @@ def test_the_herd_state_names_the_first_crowds():
     assert [each["calls"] for each in crowds] == list(range(100, 100 - herd.CROWDS, -1))
     assert Herd(policy="full").state()["crowds"] == [{"time": 0.0, "calls": 100}]
 
+
+# ---- Chapter 6's picture of the herd, drawn from herd.py's own calls
+
+# The picture: the first PICTURE_COLUMNS columns of PICTURE_COLUMN_SECONDS,
+# each as tall as its calls in blocks of PICTURE_BLOCK (a column with 1 to
+# 20 calls has one block), PICTURE_ROWS rows high, for each policy.
 
 PICTURE_COLUMN_SECONDS, PICTURE_COLUMNS, PICTURE_BLOCK, PICTURE_ROWS = 0.020, 50, 20, 5
 PICTURE_PANELS = {"exponential": "exponential backoff, no jitter:", "full": "full jitter:"}

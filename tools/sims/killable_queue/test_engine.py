@@ -11,7 +11,6 @@ from tools.sims.killable_queue.engine import (ACK_SECONDS, HISTORY_SECONDS, POLL
                                               SEND_SECONDS, KillableQueue)
 
 
-
 @pytest.fixture
 def sim(opened):
     return opened(KillableQueue)
@@ -306,6 +305,8 @@ def test_bad_arguments_are_refused(sim):
         with pytest.raises(ValueError):
             bad()
 
+
+# ---- what the page and the terminal get
 
 def test_api_round_trip_for_the_killable_queue(instances):
     made = ask("killable-queue", "k1", "new", {"lease": 4})

@@ -10,7 +10,6 @@ from tools.sims import course
 from tools.sims.o7.engine import O7Story
 
 
-
 def play_story(**options):
     story = O7Story(**options)
     while story.next() is None:

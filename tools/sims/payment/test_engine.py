@@ -17,7 +17,6 @@ from tools.sims.payment import engine as payment
 from tools.sims.payment.engine import Payment
 
 
-
 SEEDS = range(1, 31)
 
 
@@ -333,6 +332,8 @@ def test_the_payment_state_is_json():
             "worker_knows"} <= set(state["jobs"][0])
     sim.close()
 
+
+# ---- for its picture: each attempt's span on the clock, what the bank took
 
 def test_each_attempt_says_its_span_what_the_bank_took_and_when_it_retries():
     sim = Payment(seed=1, keys="stable")

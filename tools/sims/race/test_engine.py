@@ -12,7 +12,6 @@ from tests.helpers import ask, run_program, tasks
 from tools.sims.race import engine as race
 
 
-
 def run_schedule(stepper, schedule):
     for worker in schedule:
         stepper.step(worker)
@@ -139,6 +138,9 @@ def test_the_example_schedule_sends_a_duplicate(opened):
     assert state["result"] == "2 emails for 1 job: job 1 was sent twice"
 
 
+# What the picture draws: each step in a log, each worker's local values and
+# the job it believes it holds, and why so few orders are safe.
+
 def test_the_log_has_one_entry_per_step_in_words(opened):
     stepper = opened(race.Race, "naive")
     assert stepper.state()["log"] == []
@@ -210,6 +212,8 @@ def test_every_interleaving_says_how_many_orders_are_safe_and_which(claim):
     assert counted["apart"] == counted["safe"]
     assert counted["claim_steps"] == {"naive": 3, "atomic": 1}[claim]
 
+
+# ---- what the page and the terminal get
 
 def test_api_round_trip_for_the_race(instances):
     assert ask("race", "r1", "new", [{"claim": "atomic"}])["state"]["claim"] == "atomic"

@@ -11,7 +11,6 @@ from tools.sims.retry_budget import engine as retry_budget
 from tools.sims.retry_budget.engine import RetryBudget
 
 
-
 def test_without_a_budget_a_dead_backend_gets_three_times_the_load():
     assert retry_budget.amplification(1.0, budget=False) == 3.0
     assert retry_budget.amplification(0.0, budget=False) == 1.0
@@ -96,6 +95,8 @@ def test_the_retry_budget_tasks_are_earned_by_doing_them():
     sim.configure(load=0.3)
     assert earned(sim.state()) == {"stuck", "back", "light"}
 
+
+# ---- what the guide says the engine gave
 
 def test_chapter_10_quotes_the_retry_budget_engine():
     table = {row["failing"]: row for row in retry_budget.amplification_table(1)}
