@@ -121,3 +121,11 @@ def test_the_contract_fails_an_engine_that_earns_a_task_at_the_start(tmp_path, m
     package, _ = throwaway_package(tmp_path, monkeypatch, broken)
     with pytest.raises(AssertionError, match=r"earned \['backlog'\] before the reader"):
         keeps_the_contract(api.engines(package)["queue-depth"])
+
+
+def test_an_engine_py_with_no_engine_class_is_named_in_the_error(tmp_path, monkeypatch):
+    package, root = throwaway_package(tmp_path, monkeypatch, "def main(argv=None):\n    pass\n")
+    engine_py = re.escape(str(root / "queue_depth" / "engine.py"))
+    with pytest.raises(LookupError, match=rf"{engine_py} must define one class on "
+                                          r"tools.sims.engine.Engine; it defines 0"):
+        api.engines(package)
