@@ -28,10 +28,10 @@ def action(method):
     return method
 
 
-def check(name, value, kind):
-    """value, if it is of kind and in its range; else a ValueError in a
+def check(name, value, rule):
+    """value, if it keeps rule, a kind and its range; else a ValueError in a
     sentence the page can show."""
-    kind, *allowed = kind
+    kind, *allowed = rule
     if kind is bool:
         ok = isinstance(value, bool)
     elif kind is str:
@@ -41,11 +41,17 @@ def check(name, value, kind):
         ok = (isinstance(value, numbers) and not isinstance(value, bool)
               and allowed[0] <= value <= allowed[1])
     if not ok:
-        wanted = ("true or false" if kind is bool else " or ".join(map(str, allowed))
-                  if kind is str else f"a {'whole ' if kind is int else ''}number from "
-                                      f"{allowed[0]} to {allowed[1]}")
-        raise ValueError(f"{name} must be {wanted}, not {value!r}")
+        raise ValueError(f"{name} must be {wanted(kind, allowed)}, not {value!r}")
     return value
+
+
+def wanted(kind, allowed):
+    if kind is bool:
+        return "true or false"
+    if kind is str:
+        return " or ".join(allowed)
+    whole = "whole " if kind is int else ""
+    return f"a {whole}number from {allowed[0]} to {allowed[1]}"
 
 
 def checked(kinds, settings):
@@ -140,6 +146,9 @@ def program(engine, description, show, **helps):
     calls show(engine)."""
     defaults = {name: parameter.default for name, parameter
                 in inspect.signature(engine.__init__).parameters.items()}
+    if set(engine.SETTINGS) - set(defaults):
+        raise TypeError(f"{engine.__name__}() takes no keyword for the settings "
+                        f"{sorted(set(engine.SETTINGS) - set(defaults))}")
 
     def main(argv=None):
         parser = argparse.ArgumentParser(description=description)
