@@ -1,6 +1,8 @@
 """What several test files share: a clock and dice that the test controls,
 a fresh copy of the folder under test, a new PostgreSQL database, a learner's file imported as a
-module, and the simulations asked as the page asks them. Tests import it by name (pytest.ini puts tests/ on the path)."""
+module, the simulations asked as the page asks them and the tasks their
+states say are done, and the guide's words. Tests import it as
+tests.helpers."""
 import contextlib
 import importlib.util
 import json
