@@ -1,12 +1,11 @@
 """Fixtures shared by the tests: the site, built once per run (by the first
 xdist worker that needs it) and served locally; a private PostgreSQL server
 and a new database on it for each test that asks; the simulations' instances,
-closed after each test; for a test of a learner's file, a fresh copy of the
-folder under test, terminals on a shared clock, and Exercise 9 as a module
-with its given practice world; the count of classic mistakes graded,
-printed at the end."""
+and the engines a test opens, closed after each test; for a test of a
+learner's file, a fresh copy of the folder under test, terminals on a shared
+clock, and Exercise 9 as a module with its given practice world; the count of
+classic mistakes graded, printed at the end."""
 import contextlib
-import fcntl
 import functools
 import http.server
 import io
@@ -74,6 +73,21 @@ def instances():
     yield api.instances
     for key in list(api.instances):
         api.close(key)
+
+
+@pytest.fixture
+def opened():
+    """opened(Engine, ...) makes an engine and closes it (its connections
+    and its files) after the test."""
+    engines = []
+
+    def open_engine(engine, *args, **options):
+        engines.append(engine(*args, **options))
+        return engines[-1]
+
+    yield open_engine
+    for engine in engines:
+        engine.close()
 
 
 @pytest.fixture(scope="session")

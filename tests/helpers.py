@@ -1,6 +1,7 @@
 """What several test files share: a clock and dice that the test controls,
 a fresh copy of the folder under test, a new PostgreSQL database, a learner's file imported as a
-module, the simulations asked as the page asks them, and what the exercises' tests
+module, the simulations asked as the page asks them and the tasks their
+states say are done, the guide's words, and what the exercises' tests
 (tests/exercises/) share: scripts and terminals run in a copy, many seeds in one
 process, an exercise made from a copy of the one before. Import it: `from
 tests.helpers import Clock`."""
@@ -326,3 +327,17 @@ class FlakyProvider:
         if self.calls <= self.failures:
             raise self.ex09.Retryable("503 Service Unavailable")
         return f"charge-{idempotency_key}"
+
+
+def tasks(state):
+    """{task id: done or not}, from a simulation's state."""
+    return {task["id"]: task["done"] for task in state["tasks"]}
+
+
+def earned(state):
+    """The ids of the tasks a simulation's state says are done."""
+    return {task for task, done in tasks(state).items() if done}
+
+
+GUIDE = (catalogue.ROOT / "guide.md").read_text(encoding="utf-8")
+PROSE = " ".join(GUIDE.split())          # the guide's words, however its lines wrap

@@ -304,7 +304,7 @@ def make_stdlib():
     inputs = hashlib.sha256()
     sources = [PYODIDE / "python_stdlib.zip", PYODIDE / "package.json", TOOLS / "stdlib.mjs",
                *sorted(file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-                       if "__pycache__" not in file.parts)]
+                       if shipped(file))]
     for source in sources:
         inputs.update(source.relative_to(ROOT).as_posix().encode() + b"\0" + source.read_bytes())
     made = STDLIB_CACHE / f"{inputs.hexdigest()[:16]}.zip"
@@ -327,6 +327,12 @@ def make_stdlib():
     return made
 
 
+def shipped(file):
+    """Whether a .py file goes to the browser: not a compiled copy, and not
+    a test (the simulations' tests sit in their folders)."""
+    return "__pycache__" not in file.parts and not file.name.startswith("test_")
+
+
 def write_sim_archive(path):
     """The simulations' Python and the course code they drive, as one zip
     unpacked in the browser. Laid out as in the repository (tools/sims/,
@@ -334,7 +340,7 @@ def write_sim_archive(path):
     so the same sources always give the same bytes."""
     files = sorted([TOOLS / "__init__.py"] + [
         file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-        if "__pycache__" not in file.parts])
+        if shipped(file)])
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for source in files:
