@@ -1,8 +1,8 @@
 """Fixtures shared by the tests: the site, built once per run (by the first
 xdist worker that needs it) and served locally; a private PostgreSQL server
 and a new database on it for each test that asks; the simulations' instances,
-closed after each test; the count of classic mistakes graded, printed at the
-end."""
+closed after each test; the harness tests' demo programs; the count of
+classic mistakes graded, printed at the end."""
 import fcntl
 import functools
 import http.server
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tools.harness import postgres
+from tests.harness.demo import demo_programs
 from tests.helpers import new_database
 from tests.mutations import MISTAKES
 from tools.sims import api
@@ -69,6 +70,12 @@ def instances():
     yield api.instances
     for key in list(api.instances):
         api.close(key)
+
+
+@pytest.fixture
+def demo(tmp_path):
+    """A folder of small programs for the harness's tests (tests/harness/demo.py)."""
+    return demo_programs(tmp_path)
 
 
 @pytest.fixture(scope="session")
