@@ -117,10 +117,24 @@ def test_an_ellipsis_line_is_kept_in_the_guide(demo):
     assert rewritten == lines
 
 
-def test_lines_a_program_adds_go_into_the_guide(demo):
-    text, lines = guide_text(("console", "$ python3 producer.py 2\nproducer: added job 1\n"))
+def test_what_follows_a_ctrl_c_stays_on_its_line(demo):
+    """A program that no longer starts a new line when interrupted shows
+    what it prints on the ^C line, as a terminal does."""
+    (demo / "sender.py").write_text((demo / "sender.py").read_text().replace(
+        'print("\\nstopped")', 'print("stopped")'))
+    text, lines = guide_text(SENT)
     new_text, rewritten, _ = sessions.updated_text(text, demo)
-    assert new_text == text.replace("job 1\n", "job 1\nproducer: added job 2\n")
+    assert new_text == text.replace("^C\nstopped\n", "^Cstopped\n")
+    assert rewritten == lines
+
+
+@pytest.mark.parametrize("shown", ["producer: added job 1\n", ""],
+                         ids=["one line of two", "a new block, its command only"])
+def test_lines_a_program_adds_go_into_the_guide(demo, shown):
+    text, lines = guide_text(("console", "$ python3 producer.py 2\n" + shown))
+    new_text, rewritten, _ = sessions.updated_text(text, demo)
+    assert new_text == text.replace("producer.py 2\n" + shown, "producer.py 2\n"
+                                    "producer: added job 1\nproducer: added job 2\n")
     assert rewritten == lines
 
 

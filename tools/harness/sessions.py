@@ -75,9 +75,9 @@ class Command:
     pieces: list = field(default_factory=list)   # where its lines are in the guide (update.Piece)
     shown_up_to: int = 0         # printed lines that stand for the guide's, at the last wait
 
-    def new_piece(self, block, offset, interrupt=False):
+    def new_piece(self, block, offset, prefix=""):
         self.pieces.append(update.Piece(block, offset, len(self.expected), self.shown_up_to,
-                                        interrupt))
+                                        prefix))
 
     @property
     def where(self):
@@ -234,7 +234,7 @@ class Session:
                 self.wait_for_output(running, block.where(offset))
                 self.pause_before_typing(terminal)
                 running.process.interrupt()
-                running.new_piece(block, offset, interrupt=True)
+                running.new_piece(block, offset, prefix=INTERRUPT)
                 running.expected.append(text[len(INTERRUPT):])
             else:
                 if running.pieces[-1].block is not block:    # it goes on from an earlier block
