@@ -203,3 +203,14 @@ def test_pytest_update_transcripts_refuses_a_guide_changed_during_the_run(tmp_pa
     assert result.returncode != 0
     assert "guide.md changed on disk during the run; nothing rewritten" in result.stdout
     assert (root / "guide.md").read_text() == text + "<!-- a hand -->\n"
+
+
+def test_the_update_mode_never_reads_a_learners_folder():
+    """Only code/ may write the guide: with --work, pytest refuses to start."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "guide.md",
+         "--update-transcripts", f"--work={catalogue.CODE}"],
+        cwd=catalogue.ROOT, capture_output=True, text=True)
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "--update-transcripts rewrites guide.md from code/; it cannot be given with --work" \
+        in result.stderr
