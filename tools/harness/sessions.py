@@ -334,10 +334,10 @@ class Session:
                                       f"shows up to here, nor stopped printing")
             seen = len(printed)
         printed = command.process.printed()
-        shown_up_to = lines_shown(expected, printed, timings)
-        if shown_up_to is None:
-            shown_up_to = min(len(printed), len(printed) if as_many is None else as_many)
-        command.shown_up_to = shown_up_to
+        count = lines_shown(expected, printed, timings)
+        if count is None:                # other lines: as many as the guide shows, or all
+            count = len(printed) if as_many is None else min(len(printed), as_many)
+        command.shown_up_to = count
 
     def wait_for_exit(self, command, moment):
         """Wait until the command ends, then compare all it printed with all the guide shows."""
@@ -438,7 +438,19 @@ def check_text(text, source_folder, only=None, pace=0):
     only: the fence lines of the blocks to run (as -k selects them); all by default.
     pace: 1 to pause before each command and ^C as a person does; 0, not at all.
     """
-    namespace = {"source_folder": Path(source_folder), "pace": pace}
+    return run_text(text, {"source_folder": Path(source_folder), "pace": pace}, only)
+
+
+def updated_text(text, source_folder):
+    """Run a guide's console blocks in update mode, as `pytest
+    --update-transcripts` does: (the text with the blocks whose output
+    changed rewritten, their fence lines in it, {fence line: None or message})."""
+    namespace = {"source_folder": Path(source_folder), "update_transcripts": True}
+    results = run_text(text, namespace)
+    return (*update.applied(text, namespace.get(UPDATES, [])), results)
+
+
+def run_text(text, namespace, only=None):
     results = {}
     try:
         for region in parse_console_blocks(Document(text, "guide.md")):
@@ -447,20 +459,6 @@ def check_text(text, source_folder, only=None, pace=0):
     finally:
         close_sessions(namespace)
     return results
-
-
-def updated_text(text, source_folder):
-    """Run a guide's console blocks in update mode, as `pytest
-    --update-transcripts` does: (the text with the blocks whose output
-    changed rewritten, their fence lines in it, {fence line: None or message})."""
-    namespace = {"source_folder": Path(source_folder), "update_transcripts": True}
-    results = {}
-    try:
-        for region in parse_console_blocks(Document(text, "guide.md")):
-            results[region.parsed.line] = check_in_session(region.parsed, namespace)
-    finally:
-        close_sessions(namespace)
-    return (*update.applied(text, namespace.get(UPDATES, [])), results)
 
 
 def parse_console_blocks(document):
