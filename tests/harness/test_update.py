@@ -3,6 +3,7 @@ rewritten, as little as they can be, and every other byte of the guide stays."""
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -110,6 +111,17 @@ def test_only_the_blocks_whose_output_changed_are_rewritten(demo):
     assert sessions.updated_text(new_text, demo) == (new_text, [], dict.fromkeys(lines))
 
 
+def test_a_change_in_a_sessions_first_block_keeps_its_story(demo):
+    """The worker's first line changes: the producer still starts after it,
+    and the worker's later lines stay in the block that shows them."""
+    path = demo / "worker.py"
+    path.write_text(path.read_text().replace("waiting for jobs", "ready for jobs"))
+    text, lines = guide_text(WORKER_STARTS, PRODUCER_ADDS_TWO, WORKER_DOES_THEM)
+    new_text, rewritten, results = sessions.updated_text(text, demo)
+    assert new_text == text.replace("waiting for jobs", "ready for jobs")
+    assert (rewritten, results) == ([lines[0]], dict.fromkeys(lines))
+
+
 def test_an_ellipsis_line_is_kept_in_the_guide(demo):
     text, lines = guide_text(COUNTED)
     new_text, rewritten, _ = sessions.updated_text(text.replace("'end'", "'the end'"), demo)
@@ -203,6 +215,26 @@ def test_pytest_update_transcripts_refuses_a_guide_changed_during_the_run(tmp_pa
     assert result.returncode != 0
     assert "guide.md changed on disk during the run; nothing rewritten" in result.stdout
     assert (root / "guide.md").read_text() == text + "<!-- a hand -->\n"
+
+
+def test_ctrl_c_rewrites_nothing(tmp_path, demo):
+    """Interrupted once a changed block has run: the guide stays as it was."""
+    text, lines = guide_and_programs(demo)
+    changed_programs(demo)
+    text += "```console\n$ sleep 60\n```\n"
+    root = house(tmp_path, demo, text)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "guide.md",
+         "--update-transcripts"], cwd=root, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    for line in run.stdout:
+        if f"line:{lines[-1]}" in line and "PASSED" in line:   # the last changed block ran
+            break
+    run.send_signal(signal.SIGINT)
+    output = run.communicate(timeout=60)[0]
+    assert run.returncode == pytest.ExitCode.INTERRUPTED
+    assert "interrupted: nothing rewritten" in output
+    assert (root / "guide.md").read_text() == text
 
 
 def test_the_update_mode_never_reads_a_learners_folder():
