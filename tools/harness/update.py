@@ -23,6 +23,9 @@ import pytest
 from .compare import brought_up_to_date, compared, normalise
 
 EDITS = "transcript edits"       # the user property that carries a block's edits
+# How a run that went through its blocks ends; after Ctrl-C, or pytest's own
+# internal error, the guide is left alone.
+FINISHED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 
 
 class CannotUpdate(Exception):
@@ -158,8 +161,9 @@ class Updater:
                 self.edits += value
 
     def pytest_sessionfinish(self, session, exitstatus):
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
-            self.said = ["interrupted: nothing rewritten"]
+        if exitstatus not in FINISHED:
+            self.said = [f"the run did not finish ({pytest.ExitCode(exitstatus).name}): "
+                         f"nothing rewritten"]
             return
         try:
             blocks = rewrite(self.path, self.original, self.edits)
