@@ -160,6 +160,35 @@ def test_a_block_that_fails_otherwise_is_not_rewritten(demo, monkeypatch):
     assert "is still running at the end of the block" in results[lines[0]]
 
 
+def test_a_block_left_empty_is_left_to_the_maintainer(demo):
+    """The producer adds one job where the guide's second block shows a
+    second: that block would hold nothing, so the update fails it instead."""
+    path = demo / "producer.py"
+    path.write_text(path.read_text().replace("range(int(sys.argv[1]))", "range(1)"))
+    text, lines = guide_text(('{.console session="p"}', "$ python3 producer.py 2\n"
+                                                        "producer: added job 1\n"),
+                             ('{.console session="p"}', "producer: added job 2\n"))
+    new_text, rewritten, results = sessions.updated_text(text, demo)
+    assert (new_text, rewritten, results[lines[0]]) == (text, [], None)
+    assert results[lines[1]] == (
+        f"guide.md:{lines[0] + 1}: `$ python3 producer.py 2` (terminal 1) printed something "
+        f"else, and guide.md:{lines[1]} would be left empty:\n--- expected (guide)\n+++ actual"
+        f"\n@@ -1,2 +1 @@\n producer: added job 1\n-producer: added job 2")
+
+
+def test_a_command_still_running_that_no_longer_prints_a_line_is_waited_for(demo, monkeypatch):
+    """As in make check: it might be slow. The block fails; its session writes nothing."""
+    monkeypatch.setattr(sessions.sandbox, "SYNC_TIMEOUT", 1)
+    text, lines = guide_text(WORKER_STARTS, PRODUCER_ADDS_TWO, (
+        '{.console session="jobs"}', "worker: did job 1\nworker: did job 2\nworker: did job 3\n"
+                                     "^C\nworker: stopped\n"))
+    new_text, rewritten, results = sessions.updated_text(text, demo)
+    assert (new_text, rewritten) == (text, [])
+    assert results[lines[2]] == (
+        f"guide.md:{lines[2] + 4}: `$ python3 worker.py` (terminal 1) (from guide.md:"
+        f"{lines[0] + 1}) had not printed what the guide shows up to here, after 1 s")
+
+
 # ---------------------------------------------------------------- writing guide.md
 
 def test_the_guide_is_not_rewritten_if_it_changed_during_the_run(tmp_path):

@@ -329,9 +329,10 @@ class Session:
             if len(printed) == seen and differs(printed):
                 break                    # it printed nothing more
             if waited >= sandbox.SYNC_TIMEOUT:
-                raise TranscriptError(f"{where}: {command.label} (from {command.at}) had not "
-                                      f"printed, after {sandbox.SYNC_TIMEOUT} s, what the guide "
-                                      f"shows up to here, nor stopped printing")
+                problem = ("kept printing other lines than the guide shows" if differs(printed)
+                           else "had not printed what the guide shows up to here")
+                raise TranscriptError(f"{where}: {command.label} (from {command.at}) {problem}, "
+                                      f"after {sandbox.SYNC_TIMEOUT} s")
             seen = len(printed)
         printed = command.process.printed()
         count = lines_shown(expected, printed, timings)

@@ -61,8 +61,8 @@ def edits(command, printed):
     segments[-1] = trimmed(segments[-1])
     new = [brought_up_to_date(was, now, command.timings) for was, now in zip(old, segments)]
     for choice in (new, segments):           # as little changed as can be; else as printed
-        pieces = [ctrl_c_line(piece, lines) for piece, lines in zip(command.pieces, choice)]
-        if compared([line for lines in pieces for line in lines], printed, command.timings)[2]:
+        pieces = [ctrl_c_line(piece, shown) for piece, shown in zip(command.pieces, choice)]
+        if compared([line for shown in pieces for line in shown], printed, command.timings)[2]:
             return [edit_of(piece, was, now)
                     for piece, was, now in zip(command.pieces, old, pieces) if was != now]
     raise CannotUpdate("its new lines cannot be split between its blocks and ^Cs as the "
