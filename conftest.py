@@ -3,8 +3,8 @@ xdist worker that needs it) and served locally; a private PostgreSQL server
 and a new database on it for each test that asks; the simulations' instances,
 and the engines a test opens, closed after each test; for a test of a
 learner's file, a fresh copy of the folder under test, terminals on a shared
-clock, and Exercise 9 as a module with its given practice world; the count of
-classic mistakes graded, printed at the end."""
+clock, and Exercise 9 as a module with its given practice world; the harness
+tests' demo programs; the count of classic mistakes graded, printed at the end."""
 import contextlib
 import functools
 import http.server
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tools.harness import postgres
+from tests.harness.demo import demo_programs
 from tests.helpers import (SLOW_TIMEWARP, Terminals, fresh_copy, import_learner_file,
                            new_database, require)
 from tests.mutations import MISTAKES
@@ -88,6 +89,12 @@ def opened():
     yield open_engine
     for engine in engines:
         engine.close()
+
+
+@pytest.fixture
+def demo(tmp_path):
+    """A folder of small programs for the harness's tests (tests/harness/demo.py)."""
+    return demo_programs(tmp_path)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from sybil import Document
 
 from tools import guide
 from tools.harness import catalogue, sessions
-from tests.test_harness import guide_text
+from tests.harness.demo import guide_text
 
 
 def exercises_named(*blocks):

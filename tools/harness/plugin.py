@@ -8,6 +8,11 @@ them to a JSON file, which grading reads. It works the same with -n
 (pytest-xdist): its scheduler keeps a session's blocks in one worker, and
 the summary is counted from the reports the workers send.
 
+With --update-transcripts (`make transcripts`), a console block whose
+commands print something else is rewritten in guide.md instead of failing
+(update.py): the workers send their edits with their reports, and the
+process that reports rewrites the guide once, at the end.
+
 Loaded with `-p tools.harness.plugin` in pytest.ini: pytest offers guide.md, at
 the root, only to plugins and to a conftest.py above it.
 """
@@ -21,12 +26,12 @@ from sybil.example import SybilFailure
 
 from tools import guide
 
-from . import postgres
+from . import postgres, update
 from .catalogue import (CODE, FILES, GRADED_TESTS, GUIDE, LAB, OPTIONAL, ROOT, exercise_of,
                         where_taught)
 from .results import (EXPLAINED, MISSING, NOT_GRADED, NOT_RUN, PASS, as_text, test_problem,
                       transcript_problem, verdict_of, write as write_results)
-from .sessions import close_sessions, parse_console_blocks
+from .sessions import UPDATES, close_sessions, parse_console_blocks
 
 RESULTS = pytest.StashKey[dict]()
 HARNESS = "harness step"      # the name of the user property each report carries
@@ -53,6 +58,9 @@ def pytest_addoption(parser):
     parser.addoption("--results-json", metavar="PATH",
                      help="also write each exercise's verdict to PATH, as JSON "
                           "(what tools/grade.py reads)")
+    parser.addoption("--update-transcripts", action="store_true",
+                     help="rewrite in guide.md each console block whose commands print "
+                          "something else (keeping its pids, close timings and `...`)")
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -75,6 +83,9 @@ def source_folder_of(config):
 def pytest_configure(config):
     if not source_folder_of(config).is_dir():
         raise pytest.UsageError(f"WORK folder {source_folder_of(config)} does not exist")
+    if config.getoption("--update-transcripts") and config.getoption("--work"):
+        raise pytest.UsageError("--update-transcripts rewrites guide.md from code/; "
+                                "it cannot be given with --work")
     # The lab is optional: a learner who did not hand it in is not graded
     # on it. One who did is NOT GRADED where no PostgreSQL server can be
     # started, rather than failed for what the machine lacks. (Asked here,
@@ -85,6 +96,8 @@ def pytest_configure(config):
                              "no_server": postgres.unavailable() if handed_in else None}
     if not hasattr(config, "workerinput"):      # not an xdist worker
         config.pluginmanager.register(Counter(config.stash[RESULTS]))
+        if config.getoption("--update-transcripts"):
+            config.pluginmanager.register(update.Updater(GUIDE))
 
 
 @pytest.fixture(scope="session")
@@ -93,11 +106,17 @@ def source_folder(pytestconfig):
     return source_folder_of(pytestconfig)
 
 
+@pytest.fixture(scope="session")
+def update_transcripts(pytestconfig):
+    """Whether console blocks that print something else are rewritten, not failed."""
+    return pytestconfig.getoption("--update-transcripts")
+
+
 pytest_collect_file = Sybil(
     parsers=[parse_console_blocks],
     patterns=["guide.md"],
     path=str(ROOT),
-    fixtures=["source_folder"],
+    fixtures=["source_folder", "update_transcripts"],
     teardown=close_sessions,     # a session whose last block did not run
 ).pytest()
 
@@ -172,6 +191,9 @@ def pytest_runtest_makereport(item, call):
             "order": step_order(item),
             "problem": problem_of(item, call, report) if exercise and report.failed else None}
     report.user_properties.append((HARNESS, step))
+    edits = item.example.namespace.pop(UPDATES, None) if hasattr(item, "example") else None
+    if edits:                            # a session ended in update mode, and changed lines
+        report.user_properties.append((update.EDITS, edits))
     return report
 
 
