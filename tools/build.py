@@ -89,7 +89,8 @@ if __name__ == "__main__":
     if python:
         os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
 
-from tools.guide import GuideError, expand  # noqa: E402  (after the restart above)
+from tools import sims  # noqa: E402  (after the restart above)
+from tools.guide import SIM_MOUNT, GuideError, expand  # noqa: E402
 
 
 def main(argv=None):
@@ -98,7 +99,7 @@ def main(argv=None):
     try:
         pandoc = find_pandoc()
         guide = args.guide.read_text(encoding="utf-8")
-        markdown, origin = expand(guide, args.guide.parent)
+        markdown, origin = expand(guide, args.guide.parent, sims.folders())
         with tempfile.TemporaryDirectory(prefix=".site-", dir=args.out.parent) as tmp, \
                 ThreadPoolExecutor(max_workers=3) as pool:
             tmp, staging = Path(tmp), Path(tmp) / "site"
@@ -236,7 +237,7 @@ def write_pages(book, staging, download):
 
 def has_sims(html):
     """Whether a page holds a simulation, and so needs its script."""
-    return 'class="sim-mount"' in html
+    return f'class="{SIM_MOUNT}"' in html
 
 
 def write(path, text):
@@ -303,7 +304,7 @@ def make_stdlib():
     inputs = hashlib.sha256()
     sources = [PYODIDE / "python_stdlib.zip", PYODIDE / "package.json", TOOLS / "stdlib.mjs",
                *sorted(file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-                       if "__pycache__" not in file.parts)]
+                       if shipped(file))]
     for source in sources:
         inputs.update(source.relative_to(ROOT).as_posix().encode() + b"\0" + source.read_bytes())
     made = STDLIB_CACHE / f"{inputs.hexdigest()[:16]}.zip"
@@ -326,6 +327,12 @@ def make_stdlib():
     return made
 
 
+def shipped(file):
+    """Whether a .py file goes to the browser: not a compiled copy, and not
+    a test (the simulations' tests sit in their folders)."""
+    return "__pycache__" not in file.parts and not file.name.startswith("test_")
+
+
 def write_sim_archive(path):
     """The simulations' Python and the course code they drive, as one zip
     unpacked in the browser. Laid out as in the repository (tools/sims/,
@@ -333,7 +340,7 @@ def write_sim_archive(path):
     so the same sources always give the same bytes."""
     files = sorted([TOOLS / "__init__.py"] + [
         file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-        if "__pycache__" not in file.parts])
+        if shipped(file)])
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for source in files:

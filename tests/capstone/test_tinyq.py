@@ -14,11 +14,10 @@ import time
 import pytest
 
 from tests.helpers import TopOfRange
-from tools.harness.catalogue import TINYQ
 
 # A test's runs on PostgreSQL are marked for tinyq_pg.py by their backend
 # (conftest.py), which comes before this mark.
-pytestmark = pytest.mark.exercise(TINYQ)
+pytestmark = pytest.mark.exercise("capstone/tinyq.py")
 
 
 def row(queue, job_id):

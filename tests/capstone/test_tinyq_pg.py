@@ -10,9 +10,7 @@ import time
 import psycopg
 import pytest
 
-from tools.harness.catalogue import TINYQ_PG
-
-pytestmark = [pytest.mark.postgresql_only, pytest.mark.exercise(TINYQ_PG)]
+pytestmark = [pytest.mark.postgresql_only, pytest.mark.exercise("capstone/tinyq_pg.py")]
 
 
 # ---- what only PostgreSQL has: claims at once, and LISTEN/NOTIFY
