@@ -41,7 +41,8 @@ def site(tmp_path_factory):
 # The files whose tests take longest, longest first. They start first, so
 # that with -n the last tests to start are short ones and the workers finish
 # together; a file not named here keeps its place after them.
-SLOWEST_FIRST = ["test_grading.py", "test_browser.py", "test_pace.py", "test_chaos.py"]
+SLOWEST_FIRST = ["test_grading.py", "test_browser.py", "test_pace.py", "test_chaos.py",
+                 "test_shop.py"]
 
 
 def pytest_collection_modifyitems(items):

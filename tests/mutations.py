@@ -314,7 +314,7 @@ MISTAKES = [
          "ceiling(job.attempts, self.backoff_base, self.backoff_cap)")]),
     # (capstone/world_given.py is given, not typed, so never graded: the
     # key that binds its inputs and the reply lost after the effect are held
-    # on code/'s copy by tests/test_world_given.py.)
+    # on code/'s copy by tests/capstone/test_world_given.py.)
     Mistake("capstone/shop.py", "an email key that changes with every attempt", [
         ("key=f\"welcome-{job.args['customer']}\")", "key=f\"welcome-{job.args['customer']}-{job.attempts}\")")]),
     Mistake("capstone/shop.py", "a key the bank refuses, retried as if the network lost it", [

@@ -265,7 +265,8 @@ GIVEN = {
         ["tests/exercises/test_ex09.py", "-k", "ex09 and (trusting or new_id or crash)"]),
     "capstone/world_given.py": (
         ["capstone/shop.py", "capstone/chaos.py"],
-        ["tests/test_chaos.py", "-k", "key_reused or idle_worker"]),
+        ["tests/capstone/test_shop.py", "tests/capstone/test_chaos.py",
+         "-k", "key_reused or idle_worker"]),
 }
 
 

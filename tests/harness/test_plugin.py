@@ -70,7 +70,8 @@ def test_the_optional_lab_is_graded_once_handed_in(tmp_path):
     the harness's own PostgreSQL server, and tinyq_pg.py is not named."""
     (tmp_path / "mine" / "capstone").mkdir(parents=True)
     shutil.copy(CODE / "capstone" / "races_pg.py", tmp_path / "mine" / "capstone")
-    status, verdicts, output, _ = grade(tmp_path / "mine", "guide.md", "tests/test_races_pg.py")
+    status, verdicts, output, _ = grade(tmp_path / "mine", "guide.md",
+                                        "tests/capstone/test_races_pg.py")
     assert verdicts == [(name, "MISSING") for name in REQUIRED] + [
         ("capstone/races_pg.py", "PASS")], output
 
@@ -91,7 +92,7 @@ def test_the_lab_is_not_graded_where_no_server_can_start(tmp_path, monkeypatch):
     shutil.copy(CODE / "capstone" / "races_pg.py", tmp_path / "mine" / "capstone")
     monkeypatch.setenv("POSTGRESQL_BIN", str(tmp_path / "nowhere"))
     status, verdicts, output, results = grade(tmp_path / "mine", "guide.md",
-                                              "tests/test_races_pg.py", "-v")
+                                              "tests/capstone/test_races_pg.py", "-v")
     assert verdicts == [(name, "MISSING") for name in REQUIRED] + [
         ("capstone/races_pg.py", "NOT GRADED")], output
     lab_blocks = [f"guide.md::line:{b.line},column:1" for b in guide.read_guide(catalogue.GUIDE)

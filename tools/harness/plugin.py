@@ -27,8 +27,8 @@ from sybil.example import SybilFailure
 from tools import guide
 
 from . import postgres, update
-from .catalogue import (CODE, FILES, GRADED_TESTS, GUIDE, LAB, OPTIONAL, ROOT, exercise_of,
-                        where_taught)
+from .catalogue import (BY_FILE, CODE, FILES, GRADED_TESTS, GUIDE, LAB, OPTIONAL, ROOT,
+                        exercise_of, where_taught)
 from .results import (EXPLAINED, MISSING, NOT_GRADED, NOT_RUN, PASS, as_text, test_problem,
                       transcript_problem, verdict_of, write as write_results)
 from .sessions import UPDATES, close_sessions, parse_console_blocks
@@ -199,13 +199,22 @@ def pytest_runtest_makereport(item, call):
 
 def step_order(item):
     """Where a step comes: the guide's blocks in the guide's order, then the
-    tests file by file, in the order they are written (whatever order they
-    ran in, in whichever worker)."""
+    tests module by module, in the order the catalogue names its exercise's
+    modules, each in the order they are written (whatever order they ran in,
+    in whichever worker). The first failing step decides the verdict."""
     block = getattr(getattr(item, "example", None), "parsed", None)
     if isinstance(block, guide.Block):
         return [0, block.line]
     path, line, _ = item.location
-    return [1, path, line or 0, item.nodeid]
+    return [1, module_rank(item), path, line or 0, item.nodeid]
+
+
+def module_rank(item):
+    """Where the test's module comes among its exercise's (catalogue.py)."""
+    exercise = BY_FILE.get(exercise_marked(item))
+    modules = exercise.tests if exercise else ()
+    module = from_root(item.path)
+    return modules.index(module) if module in modules else len(modules)
 
 
 class Counter:

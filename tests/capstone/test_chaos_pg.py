@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import test_chaos
 from tools.harness import postgres, sandbox
-from tests.test_chaos import (ONE_WORKER, chaos_by_seed, check_without_keys, passed_for_every_seed,
-                        run_chaos)
+from tests.capstone.chaos_helpers import (ONE_WORKER, absorbed, chaos_by_seed, check_without_keys,
+                                          passed_for_every_seed, run_chaos)
 
 pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
-folder = test_chaos.folder
 
 
 @dataclasses.dataclass
@@ -36,7 +34,7 @@ def test_the_audit_passes_on_postgresql_under_chaos(folder, server):
     seeds, everyone gets one email, pays $5 and holds 10 points."""
     runs = chaos_by_seed(folder, server=server)
     passed_for_every_seed(runs)
-    assert all(sum(test_chaos.absorbed(output)) > 0 for _, output in runs.values())
+    assert all(sum(absorbed(output)) > 0 for _, output in runs.values())
 
 
 def test_the_audit_passes_on_postgresql_under_three_times_the_chaos(folder, server):

@@ -1,70 +1,16 @@
-"""capstone/tinyq_pg.py, tinyq on PostgreSQL: every promise of tinyq.py that
-does not name SQLite, held by the very tests of tests/test_capstone.py, run
-here on a private server (conftest.py's `postgresql`, a new database for
-each test); then what only PostgreSQL has: many claims at once, LISTEN and
-NOTIFY."""
-import importlib
-import inspect
-import shutil
-import sys
+"""capstone/tinyq_pg.py, tinyq on PostgreSQL: what only PostgreSQL has, on
+a new database of the private server for each test: claims that step over
+each other, LISTEN and NOTIFY, old row versions, the planner's indexes.
+Every promise tinyq.py shares with it is held in test_tinyq.py, which runs
+on both backends (conftest.py); here every test is postgresql_only, and so
+graded for capstone/tinyq_pg.py."""
 import threading
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
 
-from tests import test_capstone
-from tools.harness.catalogue import CODE
-from tests.helpers import require
-
-pytestmark = pytest.mark.exercise("capstone/tinyq_pg.py")
-
-# The same tests, collected again in this module, where `database` is ours.
-# Left out, as they hold what only SQLite does: BEGIN IMMEDIATE's single
-# writer and in_transaction, the CHECK error's class, EXPLAIN QUERY PLAN
-# (PostgreSQL's plans are checked below), WAL, and threads sharing a file.
-SQLITE_ONLY = {"test_transactions_nest_and_roll_back_as_one",
-               "test_two_workers_never_claim_the_same_job",
-               "test_the_schema_refuses_an_unknown_status",
-               "test_the_claim_uses_an_index",
-               "test_the_database_is_in_wal_mode_and_commits_without_waiting_for_the_disk"}
-SHARED = [name for name, test in vars(test_capstone).items()
-          if name.startswith("test_") and name not in SQLITE_ONLY
-          and {"queue", "make_queue"} & set(inspect.signature(test).parameters)]
-globals().update({name: getattr(test_capstone, name) for name in SHARED})
-
-
-@pytest.fixture(autouse=True)
-def load_tinyq_pg(monkeypatch, tmp_path, source_folder):
-    """The folder under test's tinyq_pg.py, beside code/'s tinyq.py, both
-    imported fresh from copies; test_capstone's tests see tinyq_pg where they
-    say `tinyq` (LeaseLost is the same class)."""
-    learner = tmp_path / "learner"
-    learner.mkdir()
-    shutil.copy(CODE / "capstone" / "tinyq.py", learner)
-    shutil.copy(require(source_folder, "capstone/tinyq_pg.py"), learner)
-    monkeypatch.syspath_prepend(str(learner))
-    for name in ("tinyq", "tinyq_pg"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    # Imported here, not first in a sandboxed child as other learner files
-    # are: the child's Python lacks psycopg. A hang is stopped by pytest's timeout.
-    try:
-        module = importlib.import_module("tinyq_pg")
-    except Exception as error:
-        pytest.fail(f"tinyq_pg.py crashed when imported: {type(error).__name__}: {error}")
-    monkeypatch.setattr(test_capstone, "tinyq", module)
-    monkeypatch.chdir(tmp_path)
-    return module
-
-
-@pytest.fixture
-def database(postgresql):
-    return postgresql
-
-
-# test_capstone's own fixtures, here given the database above.
-clock, make_queue, queue = test_capstone.clock, test_capstone.make_queue, test_capstone.queue
+pytestmark = [pytest.mark.postgresql_only, pytest.mark.exercise("capstone/tinyq_pg.py")]
 
 
 # ---- what only PostgreSQL has: claims at once, and LISTEN/NOTIFY
@@ -80,13 +26,6 @@ def test_a_claim_steps_over_a_job_another_claim_holds(make_queue):
     with mine.transaction():
         assert mine.claim().id == first                # locked until this block ends
         assert theirs.claim().id == second
-
-
-def test_many_workers_at_once_never_claim_the_same_job(make_queue):
-    producer = make_queue()
-    with producer.transaction():
-        ids = {producer.enqueue("email", {"n": n}) for n in range(300)}
-    test_capstone.claim_side_by_side(lambda number: make_queue(seed=number), 4, ids)
 
 
 def waited(queue, poll):
@@ -136,7 +75,7 @@ def test_an_enqueue_that_rolls_back_wakes_nobody(make_queue):
     assert worker.claim() is None
 
 
-def test_queues_starting_at_once_make_the_schema_once(postgresql, load_tinyq_pg):
+def test_queues_starting_at_once_make_the_schema_once(postgresql, tinyq):
     """Four workers started together, on a new database: none of them fails
     on another's half-made table."""
     start = threading.Barrier(4)
@@ -145,7 +84,7 @@ def test_queues_starting_at_once_make_the_schema_once(postgresql, load_tinyq_pg)
     def open_queue():
         try:
             start.wait()
-            load_tinyq_pg.Queue(postgresql).close()
+            tinyq.Queue(postgresql).close()
         except Exception as error:
             errors.append(error)
 
@@ -155,22 +94,6 @@ def test_queues_starting_at_once_make_the_schema_once(postgresql, load_tinyq_pg)
     for thread in threads:
         thread.join()
     assert errors == []
-
-
-def test_killed_workers_lose_no_job(load_tinyq_pg, postgresql, monkeypatch, capsys):
-    """test_chaos.py's queue check (10,000 jobs, 4 workers killed with SIGKILL
-    at random and restarted), with tinyq_pg on PostgreSQL: none lost, none
-    unexpected, every job done, some claimed again; the jobs run twice are
-    counted, but may be none (219 kills once ran none twice)."""
-    from tests.test_chaos import check_killed_workers
-    folder = Path(load_tinyq_pg.__file__).parent     # the two files, as load_tinyq_pg copied them
-    monkeypatch.setenv("DATABASE", postgresql)
-    open_queue = ("import os, tinyq_pg\n"
-                  "queue = tinyq_pg.Queue(os.environ['DATABASE'], lease=0.2, max_attempts=1000)\n")
-    # A kill after every 20 jobs at most: a worker's start (Python, psycopg,
-    # a connection) beside four CPU hogs took longer than the SQLite check's
-    # pace allows, and 10,000 jobs were not done in 120 s.
-    check_killed_workers(folder, open_queue, capsys, duplicates_seen=False, jobs_per_kill=20)
 
 
 @pytest.mark.parametrize("other, kept", [
@@ -204,7 +127,7 @@ def test_an_open_transaction_that_may_still_look_keeps_every_old_version(queue, 
 @pytest.mark.parametrize("statement, indexes", [
     ("BURY", ["jobs_leased"]),
     ("CLAIM", ["jobs_leased", "jobs_waiting"])])
-def test_the_claim_uses_an_index_on_postgresql(queue, load_tinyq_pg, statement, indexes):
+def test_the_claim_uses_an_index_on_postgresql(queue, tinyq, statement, indexes):
     """As on SQLite: each subquery reads its partial index from the start,
     with many finished jobs in the table; no step reads every row, or sorts."""
     with queue.transaction():
@@ -214,7 +137,7 @@ def test_the_claim_uses_an_index_on_postgresql(queue, load_tinyq_pg, statement, 
     queue.db.execute("ANALYZE jobs")
     explain = psycopg.ClientCursor(queue.db)    # binds the values itself: EXPLAIN takes none
     plan = [line for (line,) in explain.execute(
-        "EXPLAIN " + getattr(load_tinyq_pg.Queue, statement),
+        "EXPLAIN " + getattr(tinyq.Queue, statement),
         {"now": 0.0, "lease": 1.0, "max_attempts": 5})]
     for index in indexes:
         assert any(f"Index Scan using {index} on jobs" in line for line in plan), plan
