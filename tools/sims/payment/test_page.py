@@ -67,7 +67,7 @@ ATTEMPTS = """(svg) => [...svg.querySelectorAll(".pay-attempt")].map((mark) => (
     job: mark.closest(".pay-lane").dataset.job, event: mark.dataset.event,
     x: mark.getBBox().x, label: mark.querySelector(".pay-label")?.textContent,
     took: !!mark.querySelector(".pay-took"), cross: !!mark.querySelector(".pay-cross"),
-    broken: !!mark.querySelector(".pay-broken"): !!mark.querySelector(".pay-tick")}))"""
+    broken: !!mark.querySelector(".pay-broken"), tick: !!mark.querySelector(".pay-tick")}))"""
 
 
 def test_the_payment_picture_puts_each_attempt_on_the_time_axis(watched, site_url):
