@@ -157,23 +157,7 @@ function mount(element, number) {
     start.hidden = true;
     size.hidden = true;
     setState("loading", `Starting Python in your browser (${DOWNLOAD})…`);
-    // The download so far as a bar, and in megabytes and seconds waited for
-    // the eyes only: a status read out every second would drown whatever else
-    // a screen reader says (the bar can be asked for its value).
-    const began = performance.now();
-    const bar = el("progress", { max: String(DOWNLOAD_BYTES), value: "0",
-      "aria-label": "Python downloaded" });
-    const sofar = el("span", { "aria-hidden": "true" });
-    const waited = el("span", { class: "sim-waited" }, bar, sofar);
-    status.after(waited);
-    let bytes = 0;
-    const show = () => {
-      bar.value = Math.min(bytes, DOWNLOAD_BYTES);
-      sofar.textContent = ` ${(bytes / 1e6).toFixed(1)} of ${DOWNLOAD} · ` +
-        `${Math.round((performance.now() - began) / 1000)} s`;
-    };
-    const unwatch = watchDownload((received) => { bytes = received; show(); });
-    const counting = setInterval(show, 1000);
+    const progressShown = showProgress(status);
     body.replaceChildren();
     try {
       view = (await sim)(body, { act, announce, tasks });
@@ -199,11 +183,35 @@ function mount(element, number) {
     } catch (error) {
       failed(error);
     } finally {
-      clearInterval(counting);
-      unwatch();
-      waited.remove();
+      progressShown();
     }
   });
+}
+
+// The download so far as a bar after `status`, and in megabytes and seconds
+// waited for the eyes only: a status read out every second would drown
+// whatever else a screen reader says (the bar can be asked for its value).
+// Returns what takes them away.
+function showProgress(status) {
+  const began = performance.now();
+  const bar = el("progress", { max: String(DOWNLOAD_BYTES), value: "0",
+    "aria-label": "Python downloaded" });
+  const sofar = el("span", { "aria-hidden": "true" });
+  const waited = el("span", { class: "sim-waited" }, bar, sofar);
+  status.after(waited);
+  let bytes = 0;
+  const show = () => {
+    bar.value = Math.min(bytes, DOWNLOAD_BYTES);
+    sofar.textContent = ` ${(bytes / 1e6).toFixed(1)} of ${DOWNLOAD} · ` +
+      `${Math.round((performance.now() - began) / 1000)} s`;
+  };
+  const unwatch = watchDownload((received) => { bytes = received; show(); });
+  const counting = setInterval(show, 1000);
+  return () => {
+    clearInterval(counting);
+    unwatch();
+    waited.remove();
+  };
 }
 
 // Python starts loading once any simulation is within a screen of the view,
