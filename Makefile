@@ -4,6 +4,8 @@
 # make check WORK=folder  grade a learner's exercise files in folder instead
 # make grade CLASS=folder grade every learner's folder inside folder: a table, and a
 #                         report per learner (EXERCISE=file: only that exercise)
+# make transcripts        re-run guide.md's transcripts and rewrite each one whose output
+#                         changed (keeping its pids, close timings and ...): review the git diff
 # make mutations          grade every classic mistake of tests/mutations.py (slow)
 # make soak               run every test 5 times beside 4 CPU hogs (RUNS=, HOGS=): never flaky
 # make bench              print build, page-weight and queue numbers (no pass/fail)
@@ -25,14 +27,14 @@ TEST_WORKERS ?= 4
 
 ifdef WORK
 # grading needs neither the browser nor the site tools
-# --work runs only the tests that use the learner's files (GRADED, tools/harness/plugin.py)
+# --work runs only the tests that grade the exercises (tools/harness/catalogue.py)
 PYTEST_ARGS := --work="$(abspath $(WORK))"
 CHECK_NEEDS := $(INSTALLED)
 else
 CHECK_NEEDS := $(INSTALLED) $(NODE_INSTALLED) packages
 endif
 
-.PHONY: site serve check mutations soak grade bench clean packages
+.PHONY: site serve check transcripts mutations soak grade bench clean packages
 
 site: $(INSTALLED) $(NODE_INSTALLED)
 	$(VENV)/bin/python tools/build.py
@@ -43,6 +45,11 @@ serve: site
 
 check: $(CHECK_NEEDS)
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+
+# The blocks run against code/ as in make check; the process that reports
+# rewrites guide.md once, at the end (tools/harness/update.py).
+transcripts: $(INSTALLED) packages
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) guide.md --update-transcripts
 
 mutations: $(INSTALLED)
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m mutations tests/test_mutations.py

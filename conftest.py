@@ -1,11 +1,15 @@
 """Fixtures shared by the tests: the site, built once per test process, and
 its pages served locally to Chromium (a page that watches for errors); a
 private PostgreSQL server and a new database on it for each test that asks;
-the simulations' instances, closed after each test; the count of classic
+the simulations' instances, and the engines a test opens, closed after each
+test; for a test of a learner's file, a fresh copy of the folder under test,
+terminals on a shared clock, and Exercise 9 as a module with its given
+practice world; the harness tests' demo programs; the count of classic
 mistakes graded, printed at the end."""
-import fcntl
+import contextlib
 import functools
 import http.server
+import io
 import re
 import subprocess
 import sys
@@ -17,9 +21,11 @@ import pytest
 
 from tools.harness import postgres
 from tests.browser import CHROMIUM
-from tests.helpers import new_database
+from tests.harness.demo import demo_programs
+from tests.helpers import (SLOW_TIMEWARP, Terminals, fresh_copy, import_learner_file,
+                           new_database, require)
 from tests.mutations import MISTAKES
-from tools.sims import api
+from tools.sims import api, course
 
 ROOT = Path(__file__).resolve().parent
 
@@ -116,6 +122,27 @@ def instances():
         api.close(key)
 
 
+@pytest.fixture
+def opened():
+    """opened(Engine, ...) makes an engine and closes it (its connections
+    and its files) after the test."""
+    engines = []
+
+    def open_engine(engine, *args, **options):
+        engines.append(engine(*args, **options))
+        return engines[-1]
+
+    yield open_engine
+    for engine in engines:
+        engine.close()
+
+
+@pytest.fixture
+def demo(tmp_path):
+    """A folder of small programs for the harness's tests (tests/harness/demo.py)."""
+    return demo_programs(tmp_path)
+
+
 @pytest.fixture(scope="session")
 def postgresql_server():
     """A private PostgreSQL server (tools/harness/postgres.py), one per test
@@ -133,6 +160,54 @@ def postgresql(postgresql_server):
     the test."""
     with new_database(postgresql_server) as address:
         yield address
+
+
+# ---------------------------------------------------------------- a learner's files
+
+@pytest.fixture
+def folder(request, source_folder):
+    """A fresh copy of the reference files with the source folder's copy of
+    the test's exercise; fails if that exercise is missing."""
+    exercise = request.node.get_closest_marker("exercise").args[0]
+    require(source_folder, exercise)
+    with fresh_copy(source_folder, exercise) as copy:
+        yield copy
+
+
+@pytest.fixture
+def terminals(folder):
+    """Commands side by side in the test's folder, on one shared clock,
+    stopped after the test."""
+    opened = Terminals(folder)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def slow_terminals(folder):
+    """The same, at SLOW_TIMEWARP, for a test whose outcome hangs on how two
+    processes' steps fall on the shared clock."""
+    terminals = Terminals(folder, timewarp=SLOW_TIMEWARP)
+    yield terminals
+    terminals.close()
+
+
+@pytest.fixture
+def ex09(folder, monkeypatch):
+    """The exercise as a module, so its interface can be driven directly
+    (imported from the test's copy, which is also the current folder)."""
+    monkeypatch.chdir(folder)
+    with contextlib.redirect_stdout(io.StringIO()):      # the provider narrates
+        yield import_learner_file(folder / "ex09_charge_worker.py", "ex09")
+
+
+@pytest.fixture
+def practice(ex09):
+    """Exercise 9's given file, ex09_practice_given.py: the provider, the
+    crash doubles, the clock and the replays, driving the learner's worker.
+    Always code/'s copy, never the learner's: it is given, not typed."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return course.fresh("ex09_practice_given.py", ex09_charge_worker=ex09)
 
 
 CAUGHT = "classic mistakes caught"      # a user property of a test's report

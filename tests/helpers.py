@@ -1,18 +1,26 @@
 """What several test files share: a clock and dice that the test controls,
 a fresh copy of the folder under test, a new PostgreSQL database, a learner's file imported as a
-module, and the simulations asked as the page asks them. Tests import it by name (pytest.ini puts tests/ on the path)."""
+module, the simulations asked as the page asks them and the tasks their
+states say are done, the guide's words, and what the exercises' tests
+(tests/exercises/) share: scripts and terminals run in a copy, many seeds in one
+process, an exercise made from a copy of the one before. Import it: `from
+tests.helpers import Clock`."""
+import ast
 import contextlib
 import importlib.util
 import json
 import random
+import re
 import subprocess
 import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
+from tools import guide
 from tools.harness import catalogue, sandbox
 from tools.sims import api
 
@@ -100,3 +108,236 @@ def run_program(name, *args):
                             cwd=catalogue.ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+# ---------------------------------------------------------------- the exercises' tests
+
+def run_script(folder, script, **options):
+    (folder / "claim.py").write_text(script)
+    return sandbox.run("python3 claim.py", folder, **options)
+
+
+def numbers(pattern, text):
+    return [float(n) for n in re.findall(pattern, text)]
+
+
+# ---------------------------------------------------------------- Exercises 4-6
+# Several processes of one exercise at once, sharing one warped clock, as the
+# chapters' two- and three-terminal transcripts do.
+
+class Terminals:
+    """Commands started side by side in one folder, on one shared virtual clock."""
+
+    def __init__(self, folder, timewarp=sandbox.TIMEWARP_FACTOR):
+        self.folder = folder
+        bin_folder = folder.parent / "bin"
+        bin_folder.mkdir()
+        self.env = sandbox.child_environment(sandbox.link_python(bin_folder), timewarp,
+                                             sandbox.new_clock(folder.parent / "clock"))
+        self.started = []
+
+    def start(self, command, timewarp=None):
+        """Start a command; timewarp: its own warp, on the same shared clock."""
+        env = self.env if timewarp is None else dict(self.env, TIMEWARP=str(timewarp))
+        process = sandbox.Process(command, self.folder, env)
+        self.started.append(process)
+        return process
+
+    def run(self, command):
+        """Run a command to its end; return what it printed."""
+        process = self.start(command)
+        assert process.wait_until(lambda lines, exited: exited, sandbox.COMMAND_TIMEOUT), \
+            process.output()
+        return process.output()
+
+    def wait_for(self, process, text):
+        process.wait_until(lambda lines, exited: exited or text in "".join(lines),
+                           sandbox.COMMAND_TIMEOUT)
+        assert text in process.output(), f"never printed {text!r}:\n{process.output()}"
+
+    def sleep(self, seconds):
+        """Let `seconds` pass on the shared virtual clock."""
+        self.run(f"python3 -c 'import time; time.sleep({seconds})'")
+
+    def stop(self, process):
+        """Ctrl-C, then wait for the process to finish."""
+        process.interrupt()
+        assert process.wait_until(lambda lines, exited: exited, sandbox.COMMAND_TIMEOUT), \
+            process.output()
+        return process.output()
+
+    def close(self):
+        for process in self.started:
+            process.stop()
+
+
+def outbox(folder):
+    path = folder / "outbox.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def statuses(terminals, exercise):
+    """The status column of `list`, job by job."""
+    lines = terminals.run(f"python3 {exercise} list").splitlines()[1:]
+    return [line.split()[1] for line in lines]
+
+
+# Tests whose outcome hangs on how two processes' steps fall on the shared
+# clock (a lease against the work, a race's 0.3 s gap) run 2 times faster,
+# not 20: while a busy machine pauses one process, the other's warped
+# sleeps move the clock on twice as fast as real time, not twenty times, so
+# a 0.3 s gap is 150 ms of real time (beside four CPU hogs, a guide session
+# at a time warp of 5 missed its 60 ms).
+SLOW_TIMEWARP = 2
+
+
+SEEDS = range(1, 51)
+
+# Runs the exercise's own command line for many seeds in one process, each
+# run with fresh module globals (runpy), and prints what each printed.
+MANY_SEEDS = """
+import contextlib, io, runpy, sys
+for seed in {seeds}:
+    for command in (["setup"], ["work", "--seed", str(seed), *{extra}], ["report"]):
+        sys.argv = ["{file}", *command]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path("{file}", run_name="__main__")
+        print(f"=== seed {{seed}} {{command[0]}}")
+        print(printed.getvalue(), end="")
+"""
+
+
+def runs_by_seed(folder, file, seeds=SEEDS, extra=()):
+    """{seed: (what `work` printed, what `report` printed)} for every seed.
+
+    extra: more options for `work`."""
+    with fresh_copy(folder) as copy:
+        status, output = run_script(copy, MANY_SEEDS.format(seeds=list(seeds), file=file,
+                                                            extra=list(extra)),
+                                    timewarp=1000)
+    assert status == 0, output
+    parts = re.split(r"^=== seed (\d+) (\w+)\n", output, flags=re.M)[1:]
+    runs = {}
+    for seed, command, printed in zip(parts[::3], parts[1::3], parts[2::3]):
+        runs.setdefault(int(seed), {})[command] = printed
+    return {seed: (run["work"], run["report"]) for seed, run in runs.items()}
+
+
+def overcharge_cents(report):
+    paid, owed = re.search(r"alice paid \$([\d.]+) for orders worth \$([\d.]+)",
+                           report).groups()
+    return round((float(paid) - float(owed)) * 100)
+
+
+def attempts_by_job(work):
+    """[(job, attempt, outcome)] in the order of the log, the outcome being
+    done, ConnectionError or TimeoutError."""
+    return [(int(job), int(attempt), outcome) for job, attempt, outcome in re.findall(
+        r"^job (\d+), attempt (\d+): charge \$10\.00: (done|ConnectionError|TimeoutError)",
+        work, re.M)]
+
+
+def statement_name(node):
+    """What a top-level statement is called: `import uuid`, DATABASE, main, ..."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return "import " + ", ".join(alias.name for alias in node.names)
+    if isinstance(node, ast.Assign):
+        return ", ".join(ast.unparse(target) for target in node.targets)
+    return getattr(node, "name", None) or ast.unparse(node).splitlines()[0]
+
+
+def top_level(path):
+    """[(name, its whole lines)] for each top-level statement, and every line
+    after the first statement that is in none (comments and blank lines)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    body = ast.parse("\n".join(lines)).body
+    statements, covered = [], set()
+    for node in body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        statements.append((statement_name(node), lines[first - 1:node.end_lineno]))
+        covered.update(range(first - 1, node.end_lineno))
+    start = min(covered)
+    between = [line for number, line in enumerate(lines)
+               if number >= start and number not in covered]
+    return statements, between
+
+
+class Edit(NamedTuple):
+    """An exercise the guide has the reader make from a copy of the one
+    before: the top-level statements it adds or changes (each shown by the
+    guide with pyobject=, except imports, which the prose names), and those
+    it deletes."""
+    parent: str
+    child: str
+    changes: frozenset
+    deletes: frozenset = frozenset()
+
+    @property
+    def shown(self):
+        return {name for name in self.changes if not name.startswith("import ")}
+
+    def shown_by_the_guide(self):
+        """The parts of the child that the guide includes by pyobject=."""
+        return {block.attributes.get("pyobject") for block in guide.read_guide(catalogue.GUIDE)
+                if block.attributes.get("include") == f"code/{self.child}"}
+
+    def check_against(self, folder):
+        """Fail unless folder's child is folder's parent with exactly these
+        changes and deletions, its other statements and comments kept in order."""
+        old, old_between = top_level(folder / self.parent)
+        new, new_between = top_level(folder / self.child)
+        old_names, new_names = [name for name, _ in old], [name for name, _ in new]
+        assert len(set(new_names)) == len(new_names), new_names
+        deleted = set(old_names) - set(new_names)
+        assert deleted == self.deletes, (
+            f"deleted but not listed: {sorted(deleted - self.deletes)}; "
+            f"listed as deleted but still there: {sorted(self.deletes - deleted)}")
+        changed = {name for name in new_names if dict(old).get(name) != dict(new).get(name)}
+        assert changed == self.changes, (
+            f"differ from {self.parent} but not listed: {sorted(changed - self.changes)}; "
+            f"listed but the same: {sorted(self.changes - changed)}")
+        kept = [name for name in old_names if name in new_names]
+        assert [name for name in new_names if name in old_names] == kept, "order changed"
+        assert [line for line in new_between if line.strip()] == \
+            [line for line in old_between if line.strip()], \
+            "a comment between statements changed"
+
+
+# Exercise 9's running example: invoice 7 of the North tenant.
+O7 = {"tenant": "North", "invoice": 7, "amount_cents": 5000}
+
+
+def set_constant(folder, name, value):
+    """Set a constant of ex09 the way a Study Drill tells the reader to."""
+    path = folder / "ex09_charge_worker.py"
+    text, count = re.subn(rf"(?m)^{name}\s*=\s*[\d.]+", f"{name} = {value}", path.read_text())
+    assert count == 1, f"ex09_charge_worker.py should set {name} once"
+    path.write_text(text)
+
+
+class FlakyProvider:
+    """Fails with Retryable `failures` times, then charges."""
+
+    def __init__(self, ex09, failures):
+        self.ex09, self.failures, self.calls = ex09, failures, 0
+
+    def charge(self, idempotency_key, **inputs):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.ex09.Retryable("503 Service Unavailable")
+        return f"charge-{idempotency_key}"
+
+
+def tasks(state):
+    """{task id: done or not}, from a simulation's state."""
+    return {task["id"]: task["done"] for task in state["tasks"]}
+
+
+def earned(state):
+    """The ids of the tasks a simulation's state says are done."""
+    return {task for task, done in tasks(state).items() if done}
+
+
+GUIDE = (catalogue.ROOT / "guide.md").read_text(encoding="utf-8")
+PROSE = " ".join(GUIDE.split())          # the guide's words, however its lines wrap

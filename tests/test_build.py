@@ -1,4 +1,5 @@
 """tools/build.py: the site it builds, and how it refuses broken input."""
+import re
 import shutil
 import subprocess
 import sys
@@ -8,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tools.build import BuildError, python_for_build
-from tools import guide
+from tools import guide, sims
 from tests.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,9 +94,24 @@ def test_every_listing_is_exactly_its_source(site):
         assert text == source, f"guide.md:{block.line}: the listing differs from its file"
 
 
+def test_every_div_writes_its_attributes_in_one_order(site):
+    """The same guide builds the same bytes: the attributes of a listing, a
+    Python box's example and a simulation come in the order blocks.lua
+    writes them, not in the order of a Lua table's keys, which changes from
+    run to run."""
+    page = (site / "all.html").read_text("utf-8")
+    for kind, order in [("listing", ("class", "style", "tabindex", "role", "aria-label")),
+                        ("example", ("class", "tabindex", "role", "aria-label")),
+                        ("sim", ("class", "data-sim"))]:
+        opened = re.findall(f'<div class="{kind}"[^>]*>', page)
+        assert opened, kind
+        assert {tuple(re.findall(r'\s([\w-]+)=', tag)) for tag in opened} == {order}
+
+
 def test_the_markdown_download_has_every_include_filled(site):
     text = (site / "guide.md").read_text(encoding="utf-8")
-    expanded, _ = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)
+    expanded, _ = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT,
+                               sims.folders())
     assert text == expanded
     assert "def signup(address):" in text
 
@@ -111,7 +127,8 @@ def test_the_font_has_every_character_of_every_diagram_and_listing():
     from fontTools.ttLib import TTFont
     drawn = set(TTFont(ROOT / "tools" / "static" / "fonts" / "course-mono.woff2")
                 .getBestCmap())
-    text = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)[0]
+    text = guide.expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT,
+                        sims.folders())[0]
     used = {ord(c) for block in guide.blocks(text) for line in block.body for c in line}
     missing = sorted(chr(c) for c in used - drawn)
     assert not missing, f"not in tools/static/fonts/course-mono.woff2: {missing}"
@@ -134,7 +151,7 @@ def test_a_simulation_block_gives_its_paragraph_and_a_mount_point(tmp_path):
                    "--no-extras")
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "site" / "one.html").read_text()
-    assert '<div class="sim-mount" data-sim="race"></div>' in page
+    assert f'<div class="{guide.SIM_MOUNT}" data-sim="race"></div>' in page
     assert "<p>Two workers claim one job.</p>" in page
 
 
@@ -166,6 +183,8 @@ GOOD_START = "---\ntitle: T\n---\n\n# 1. One\n\nText.\n\n"     # the next line i
      "guide.md:9: included file not found: code/missing.py"),
     ('```{.python include="code/ex01_slow_signup.py" pyobject="nothing"}\n```\n',
      "guide.md:9: pyobject 'nothing' not found in ex01_slow_signup.py"),
+    ('```{.python include="code/ex01_slow_signup.py" from="signup" to="nothing"}\n```\n',
+     "guide.md:9: to 'nothing' not found in ex01_slow_signup.py"),
     ('::: {.sim name="pinball"}\nA paragraph.\n:::\n',
      "guide.md:9: unknown simulation name 'pinball'"),
     ('::: sidebar\nA paragraph.\n:::\n', "guide.md:9: unknown div class 'sidebar'"),

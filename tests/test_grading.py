@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from tools import guide
 from tools.harness import catalogue, sandbox
 from tests.mutations import MISTAKES, apply
 
@@ -93,7 +92,7 @@ def test_a_class_is_graded_learner_by_learner(tmp_path):
     with (learners / "grades.csv").open() as table:
         rows = {row[0]: row for row in csv.reader(table)}
     header = rows.pop("learner")
-    exercises = [name for name in catalogue.exercises_in(guide.read_guide(ROOT / "guide.md"))
+    exercises = [name for name in catalogue.FILES
                  if name not in catalogue.OPTIONAL]  # nobody handed in an optional file
     assert header == ["learner", *exercises, "passed"]
     verdicts = dict(zip(exercises, rows["ann"][1:]))
@@ -248,7 +247,8 @@ def test_a_function_that_never_returns_is_a_timeout(tmp_path):
     sandbox.apply_edit(learner, "ex09_charge_worker.py", "    # 1. Write down what we are",
                        "    while True:\n        pass\n    # 1. Write down what we are")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_exercises.py",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+         "tests/exercises/test_ex09.py",
          "-k", "ex09_changed_inputs", "--timeout=5", f"--work={learner}"],
         cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 1
@@ -262,7 +262,7 @@ def test_a_function_that_never_returns_is_a_timeout(tmp_path):
 GIVEN = {
     "ex09_practice_given.py": (
         ["ex09_charge_worker.py"],
-        ["tests/test_exercises.py", "-k", "ex09 and (trusting or new_id or crash)"]),
+        ["tests/exercises/test_ex09.py", "-k", "ex09 and (trusting or new_id or crash)"]),
     "capstone/world_given.py": (
         ["capstone/shop.py", "capstone/chaos.py"],
         ["tests/test_chaos.py", "-k", "key_reused or idle_worker"]),
@@ -367,7 +367,7 @@ def test_each_learner_gets_a_report_that_says_why(tmp_path):
     assert "+worker: claimed job 1, welcome_email {'address': 'ann@example.com'}" in fail
     assert "+json.decoder.JSONDecodeError: Expecting property name" in fail
     # a claims test's failure names the test, where it is, and its claim
-    assert re.search(r"^### \d\. tests/test_exercises.py:\d+, "
+    assert re.search(r"^### \d\. tests/exercises/test_ex04.py:\d+, "
                      r"test_ex04_reset_starts_the_numbers_again \(FAIL\)\n\nAfter a run, reset "
                      r"empties the queue and the outbox, and the next job is job 1 again, so a "
                      r"learner who ran an earlier version sees the guide's job numbers\.$",
@@ -499,7 +499,7 @@ def test_grading_writes_all_of_its_files_or_none(tmp_path, monkeypatch):
                 for path in sorted(learners.rglob("*")) if path.is_file()}
 
     passed = {exercise: {"verdict": "PASS", "reread": None, "decided_by": None, "problems": []}
-              for exercise in catalogue.exercises_in(guide.read_guide(ROOT / "guide.md"))}
+              for exercise in catalogue.FILES}
 
     def interrupted(folder, *options):
         if folder.name == "bob":

@@ -1,9 +1,6 @@
 """guide.md itself: its console blocks are all collected, its includes point
 at real code, and mistakes in its markup give guide.md:LINE errors."""
 
-import ast
-import functools
-import os
 import re
 import sqlite3
 import shutil
@@ -14,7 +11,7 @@ import threading
 import pytest
 from sybil import Document
 
-from tools import guide
+from tools import guide, sims
 from tools.harness import catalogue, sandbox, sessions
 
 GUIDE = catalogue.ROOT / "guide.md"
@@ -66,7 +63,8 @@ def include_blocks():
 
 def test_every_include_resolves():
     """The build's own reader expands every include of guide.md without error."""
-    markdown, origin = guide.expand(GUIDE.read_text(encoding="utf-8"), catalogue.ROOT)
+    markdown, origin = guide.expand(GUIDE.read_text(encoding="utf-8"), catalogue.ROOT,
+                                    sims.folders())
     assert len(origin) == len(markdown.splitlines())
 
 
@@ -170,10 +168,103 @@ def test_find_object(tmp_path):
         guide.find_object(path, "Queue.work", 9)
 
 
+PARTS = """\
+# What the file does.
+import json
+from pathlib import Path
+
+LIMIT = 3                        # a constant: its comment
+                                 # goes on below it
+
+
+# ---- Part two: a heading for what follows
+
+SCHEMA = "a"
+SCHEMA += "b"
+
+
+class Queue:
+    # the claim
+    @staticmethod
+    def claim():
+        pass
+
+
+if __name__ == "__main__":
+    print(LIMIT)
+"""
+
+
+@pytest.mark.parametrize("attributes, lines", [
+    ({"pyobject": "import json"}, (2, 2)),
+    ({"pyobject": "from pathlib import Path"}, (3, 3)),
+    ({"pyobject": "SCHEMA +="}, (12, 12)),
+    ({"pyobject": "__main__"}, (22, 23)),
+    ({"to": "from pathlib import Path"}, (1, 3)),          # the file's top
+    ({"pyobject": "LIMIT"}, (5, 6)),                       # its comment goes on below
+    ({"from": "LIMIT", "to": "LIMIT"}, (5, 6)),            # and no heading is above it
+    ({"from": "SCHEMA", "to": "SCHEMA +="}, (9, 12)),      # its heading comes with it
+    ({"from": "Queue.claim", "to": "Queue.claim"}, (16, 19)),
+    ({"from": "Queue", "to": "__main__"}, (15, 23)),
+])
+def test_an_include_shows_the_part_its_names_say(tmp_path, attributes, lines):
+    (tmp_path / "parts.py").write_text(PARTS)
+    block = guide.Block(1, "", "```", ["python"], {"include": "parts.py", **attributes})
+    text, first = guide.include(block, tmp_path)
+    assert (first, first + len(text.splitlines()) - 1) == lines
+    assert text == "\n".join(PARTS.splitlines()[first - 1:lines[1]])
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"pyobject": "Queue.work"}, "pyobject 'Queue.work' not found in parts.py"),
+    ({"pyobject": "LIMIT", "from": "LIMIT"}, "use pyobject= or from=/to=, not both"),
+    ({"from": "Queue"}, "from= needs a to="),
+    ({"from": "Nope", "to": "Queue"}, "from 'Nope' not found in parts.py"),
+    ({"from": "Queue", "to": "LIMIT"}, "to='LIMIT' comes before from='Queue'"),
+    ({"pyobject": "LIMIT", "lines": "1-3"}, "unknown include attribute lines"),
+])
+def test_an_include_whose_names_do_not_fit_names_its_line(tmp_path, attributes, message):
+    (tmp_path / "parts.py").write_text(PARTS)
+    block = guide.Block(7, "", "```", ["python"], {"include": "parts.py", **attributes})
+    with pytest.raises(guide.GuideError) as error:
+        guide.include(block, tmp_path)
+    assert str(error.value).startswith(f"guide.md:7: {message}")
+
+
+def test_a_name_two_statements_have_is_an_error(tmp_path):
+    (tmp_path / "parts.py").write_text(PARTS + "\nLIMIT = 4\n")
+    block = guide.Block(7, "", "```", ["python"], {"include": "parts.py", "to": "LIMIT"})
+    with pytest.raises(guide.GuideError, match=r"^guide.md:7: to 'LIMIT' is ambiguous in "
+                                               r"parts.py: it names lines 5, 25$"):
+        guide.include(block, tmp_path)
+
+
+def test_the_reader_imports_no_simulation():
+    """guide.py reads the markup and nothing else: the build hands it the
+    simulations' names, so what reads the guide without building the site
+    (the harness, grading, load.py) never loads tools/sims/."""
+    check = ("import sys, tools.guide, tools.harness.plugin, tools.load, tools.grade\n"
+             "print([m for m in sys.modules if m == 'tools.sims' or m.startswith('tools.sims.')])")
+    run = subprocess.run([sys.executable, "-c", check], cwd=catalogue.ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n"
+
+
+def test_blocks_lua_renders_the_markup_guide_py_lists():
+    """blocks.lua keeps lists of its own, in Lua: they must be guide.py's table."""
+    lua = (catalogue.ROOT / "tools" / "blocks.lua").read_text(encoding="utf-8")
+    [stripped] = re.findall(r"for _, name in ipairs\(\{(.*)\}\) do\n\s*block\.attributes", lua)
+    assert set(re.findall(r'"(\w+)"', stripped)) == guide.INCLUDE_ATTRS | {guide.LISTING_START}
+    divs = re.findall(r'(?:div|inner)\.classes:includes\("([\w-]+)"\)', lua)
+    assert set(divs) == guide.DIV_CLASSES
+    assert re.findall(r'<div class="([\w-]+)" data-sim=', lua) == [guide.SIM_MOUNT]
+
+
 def test_pandoc_attributes():
     assert guide.parse_attributes("console", 1) == (["console"], {})
-    assert guide.parse_attributes('{.python #ex1 include="code/a.py" lines=3-9}', 1) == (
-        ["python"], {"id": "ex1", "include": "code/a.py", "lines": "3-9"})
+    assert guide.parse_attributes('{.python #ex1 include="code/a.py" to=Job}', 1) == (
+        ["python"], {"id": "ex1", "include": "code/a.py", "to": "Job"})
     assert guide.parse_attributes(r'{.console edit="f: say(\"hi\") => x"}', 1) == (
         ["console"], {"edit": 'f: say("hi") => x'})
     with pytest.raises(guide.GuideError, match="guide.md:7: cannot read attributes"):
@@ -185,8 +276,14 @@ def test_pandoc_attributes():
      "guide.md:3: included file not found: code/nope.py"),
     ('# A\n\n```{.python include="code/ex02_jobs.py" pyobject="nope"}\n```\n',
      "guide.md:3: pyobject 'nope' not found in ex02_jobs.py"),
-    ('# A\n\n```{.python include="code/ex02_jobs.py" lines="5-900"}\n```\n',
-     "guide.md:3: lines=5-900 is outside code/ex02_jobs.py"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" lines="5-9"}\n```\n',
+     "guide.md:3: unknown include attribute lines"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" from="make_job" to="nope"}\n```\n',
+     "guide.md:3: to 'nope' not found in ex02_jobs.py"),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" from="make_job"}\n```\n',
+     "guide.md:3: from= needs a to="),
+    ('# A\n\n```{.python include="code/ex02_jobs.py" pyobject="make_job" to="main"}\n```\n',
+     "guide.md:3: use pyobject= or from=/to=, not both"),
     ('# A\n\n```{.python include="code/ex02_jobs.py"}\nx = 1\n```\n',
      "guide.md:3: an include block must be empty"),
     ('# A\n\n```python\nprint(1)\n```\n',
@@ -206,13 +303,13 @@ def test_pandoc_attributes():
 ])
 def test_markup_mistakes_name_their_line(markdown, message):
     with pytest.raises(guide.GuideError) as error:
-        guide.expand(markdown, catalogue.ROOT)
+        guide.expand(markdown, catalogue.ROOT, {"race"})
     assert str(error.value).startswith(message)
 
 
 def test_a_python_box_may_hold_an_example_and_its_output():
     text = '# A\n\n::: python\n**x**\n\n```python\nprint(1)\n```\n\n```output\n1\n```\n:::\n'
-    markdown, _ = guide.expand(text, catalogue.ROOT)
+    markdown, _ = guide.expand(text, catalogue.ROOT, set())
     assert markdown == text
     [(line, inside, blocks)] = guide.python_boxes(text)
     assert line == 3 and inside.startswith("**x**") and inside.endswith("```")
@@ -222,7 +319,7 @@ def test_a_python_box_may_hold_an_example_and_its_output():
 def test_a_listing_expands_to_exactly_its_source():
     markdown, _ = guide.expand(
         '# A\n\n```{.python include="code/ex02_jobs.py" pyobject="make_job"}\n```\n',
-        catalogue.ROOT)
+        catalogue.ROOT, set())
     source = (CODE / "ex02_jobs.py").read_text().splitlines()
     first = next(n for n, line in enumerate(source, 1) if line.startswith("def make_job"))
     body = markdown.split("```")[1].split("\n", 1)[1]
@@ -311,120 +408,6 @@ def test_the_glossary_has_every_required_term_in_alphabetical_order():
     assert names == sorted(names)
 
 
-# ------------------------------------------------------ the Python you need
-
-# The Python a listing uses beyond "a little Python", each with a pattern that
-# finds it in a listing's code (comment lines left out) and the words a
-# `python` box must hold to explain it. The box must stand before the first
-# listing, in guide order, that uses it, and in the same section (`## `): at
-# the first use, not chapters earlier. CLOSURE is found with ast instead.
-CLOSURE = "a def inside a def"
-CONSTRUCTS = {
-    "format spec": (r"\{[^{}\s:]+:[<>^]?\d*(?:\.\d+)?[dfgs]?\}", ["format spec"]),
-    "**args": (r"\*\*[a-z_]", ["**args", "keyword argument"]),
-    "with": (r"^\s*with\s[^#]*:", ["`with`", "context manager"]),
-    "argparse": (r"\bargparse\b", ["argparse", "parse_args", "store_true"]),
-    "os._exit": (r"\bos\._exit\(", ["os._exit", "sys.exit"]),
-    "decorator": (r"^\s*@", ["decorator", "@"]),
-    # its use, or where tinyq's docstring shows it (a string, not a comment)
-    "decorator with arguments": (r"@[\w.]+\(", ["decorator", "arguments of its own"]),
-    "closure": (CLOSURE, ["closure"]),
-    "contextlib.contextmanager": (r"\bcontextlib\.contextmanager\b",
-                                  ["@contextlib.contextmanager", "context manager"]),
-    "yield": (r"\byield\b", ["`yield`", "generator"]),
-    "contextlib.suppress": (r"\bcontextlib\.suppress\(", ["contextlib.suppress"]),
-    "multiprocessing": (r"\bmultiprocessing\b", ["multiprocessing", "exitcode", "sentinel"]),
-    "deque": (r"\bdeque\(", ["deque", "popleft"]),
-}
-
-
-@functools.cache
-def listings():
-    """Each listing in guide order: (guide line, file, [(file line, code)]),
-    as the build expands it, with comment lines left out."""
-    found = []
-    for block in include_blocks():
-        code, first = guide.include(block, catalogue.ROOT)
-        rows = [(first + n, line) for n, line in enumerate(code.splitlines())
-                if not line.lstrip().startswith("#")]
-        found.append((block.line, block.attributes["include"], rows))
-    return found
-
-
-def nested_def_lines(path):
-    """Lines of the functions defined inside another function of a file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {inner.lineno for outer in ast.walk(tree) if isinstance(outer, ast.FunctionDef)
-            for inner in ast.walk(outer)
-            if inner is not outer and isinstance(inner, ast.FunctionDef)}
-
-
-def section_line(text, line):
-    """The line of the `## ` heading whose section holds guide.md's line."""
-    in_code = {n for block in guide.blocks(text)
-               for n in range(block.line, block.line + len(block.body) + 2)}
-    return max(n for n, row in enumerate(text.splitlines()[:line], 1)
-               if row.startswith("## ") and n not in in_code)
-
-
-def first_use(pattern, found):
-    """(index into found, file, file line, code) of the first listing line
-    that uses a construct, or None."""
-    for index, (_, path, rows) in enumerate(found):
-        nested = nested_def_lines(catalogue.ROOT / path) if pattern == CLOSURE else set()
-        for number, code in rows:
-            if (number in nested) if pattern == CLOSURE else re.search(pattern, code):
-                return index, path, number, code
-    return None
-
-
-@pytest.mark.parametrize("construct", CONSTRUCTS)
-def test_the_python_a_listing_needs_is_explained_just_before_it(construct):
-    """Each Python construct beyond the basics is explained in a `python` box
-    just before the first listing that uses it."""
-    pattern, words = CONSTRUCTS[construct]
-    found = listings()
-    use = first_use(pattern, found)
-    assert use, f"no listing uses {construct}: remove its box, or this entry"
-    index, path, number, code = use
-    text = GUIDE.read_text(encoding="utf-8")
-    section = section_line(text, found[index][0])
-    boxes = [line for line, inside, _ in guide.python_boxes(text)
-             if all(word in " ".join(inside.split()) for word in words)]
-    assert any(section < line < found[index][0] for line in boxes), (
-        f"{path}:{number} uses {construct} ({code.strip()!r}), first shown at "
-        f"guide.md:{found[index][0]}: a `python` box holding {words} must stand before "
-        f"it, in its section (guide.md:{section}); boxes with those words: {boxes}")
-
-
-def test_every_python_box_explains_a_construct():
-    """No box explains nothing: each one holds the words of some construct."""
-    boxes = guide.python_boxes(GUIDE.read_text(encoding="utf-8"))
-    assert boxes
-    for line, text, _ in boxes:
-        assert text.startswith("**The Python you need: "), f"guide.md:{line}"
-        text = " ".join(text.split())
-        assert any(all(word in text for word in words) for _, words in CONSTRUCTS.values()), \
-            f"guide.md:{line}: this box explains none of CONSTRUCTS"
-
-
-@pytest.mark.parametrize("line", [box[0] for box in
-                                  guide.python_boxes(GUIDE.read_text(encoding="utf-8"))])
-def test_a_python_box_example_prints_what_the_box_shows(line, tmp_path):
-    """A `python` box's example, run as a file, prints exactly its output block."""
-    _, _, blocks = next(box for box in guide.python_boxes(GUIDE.read_text(encoding="utf-8"))
-                        if box[0] == line)
-    assert [block.classes for block in blocks] == [["python"], ["output"]], \
-        f"guide.md:{line}: a box holds one ```python example, then its ```output"
-    example, output = blocks
-    (tmp_path / "example.py").write_text(example.source, encoding="utf-8")
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    run = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=environment,
-                         capture_output=True, text=True, timeout=60)
-    assert run.stderr == ""
-    assert run.stdout == output.source, f"guide.md:{example.line}"
-
-
 def test_just_enough_sql_says_what_sqlite_does(tmp_path):
     """Just Enough SQL's claims: a reader sees only committed work; a second
     writer waits for the first one's commit, and, waiting no longer, fails
@@ -447,8 +430,8 @@ def test_just_enough_sql_says_what_sqlite_does(tmp_path):
 
 
 def test_tinyq_is_typed_whole_in_two_sittings_of_at_most_200_lines():
-    """Chapter 9 has the reader type capstone/tinyq.py in two listings (a
-    range of lines, then the Queue class): together they show every line
+    """Chapter 9 has the reader type capstone/tinyq.py in two listings (the
+    file's top to Job, then the Queue class): together they show every line
     of the file but the blank ones between them, none twice, and neither
     is longer than one sitting's 200 lines."""
     tinyq = "code/capstone/tinyq.py"

@@ -63,21 +63,24 @@ end
 local function listing(block)
   local first = tonumber(block.attributes.startFrom or "1")
   local file = block.attributes.include
-  for _, name in ipairs({ "include", "pyobject", "lines", "startFrom" }) do
+  for _, name in ipairs({ "include", "pyobject", "from", "to", "startFrom" }) do
     block.attributes[name] = nil
   end
   if not html then
     return block
   end
   local caption = pandoc.Plain({ pandoc.Code((file:gsub("^code/", ""))) })
-  return pandoc.Div({ pandoc.Div(caption, { class = "listing-file" }), block }, {
-    class = "listing",
-    style = "counter-reset: line " .. (first - 1),
-    -- the listing scrolls sideways on a phone: let keyboards reach it
-    tabindex = "0",
-    role = "region",
-    ["aria-label"] = "Listing of " .. file:gsub("^code/", ""),
-  })
+  -- Attributes as a list (pandoc.Attr), here and below, not a Lua table:
+  -- a table's keys come out in another order each run, and the same guide
+  -- must build the same bytes.
+  return pandoc.Div({ pandoc.Div(caption, { class = "listing-file" }), block },
+    pandoc.Attr("", { "listing" }, {
+      { "style", "counter-reset: line " .. (first - 1) },
+      -- the listing scrolls sideways on a phone: let keyboards reach it
+      { "tabindex", "0" },
+      { "role", "region" },
+      { "aria-label", "Listing of " .. file:gsub("^code/", "") },
+    }))
 end
 
 function CodeBlock(block)
@@ -91,8 +94,8 @@ function CodeBlock(block)
     return listing(block)
   elseif html and block.classes:includes("python") then
     -- a `python` box's example: it may scroll sideways on a phone
-    return pandoc.Div(block, { class = "example", tabindex = "0", role = "region",
-      ["aria-label"] = "Example" })
+    return pandoc.Div(block, pandoc.Attr("", { "example" },
+      { { "tabindex", "0" }, { "role", "region" }, { "aria-label", "Example" } }))
   end
 end
 
@@ -130,7 +133,7 @@ local function sim(div)
   local name = div.attributes.name
   local out = pandoc.Blocks({ raw('<div class="sim-mount" data-sim="' .. name .. '"></div>') })
   out:extend(div.content)
-  return pandoc.Div(out, { class = "sim", ["data-sim"] = name })
+  return pandoc.Div(out, pandoc.Attr("", { "sim" }, { { "data-sim", name } }))
 end
 
 -- "The Python you need": an aside, set apart from the lesson around it.

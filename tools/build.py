@@ -78,7 +78,8 @@ if __name__ == "__main__":
     if python:
         os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
 
-from tools.guide import GuideError, expand  # noqa: E402  (after the restart above)
+from tools import sims  # noqa: E402  (after the restart above)
+from tools.guide import SIM_MOUNT, GuideError, expand  # noqa: E402
 from tools.sims.package import (PackagingError, copy_pyodide, copy_sim_pages,  # noqa: E402
                                 make_stdlib, python_download, write_sim_archive)
 
@@ -89,7 +90,7 @@ def main(argv=None):
     try:
         pandoc = find_pandoc()
         guide = args.guide.read_text(encoding="utf-8")
-        markdown, origin = expand(guide, args.guide.parent)
+        markdown, origin = expand(guide, args.guide.parent, sims.folders())
         with tempfile.TemporaryDirectory(prefix=".site-", dir=args.out.parent) as tmp, \
                 ThreadPoolExecutor(max_workers=3) as pool:
             tmp, staging = Path(tmp), Path(tmp) / "site"
@@ -216,7 +217,7 @@ def write_pages(book, staging, download):
 
 def has_sims(html):
     """Whether a page holds a simulation, and so needs its script."""
-    return 'class="sim-mount"' in html
+    return f'class="{SIM_MOUNT}"' in html
 
 
 def write(path, text):

@@ -43,9 +43,8 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from tools import guide
 from tools.harness import results
-from tools.harness.catalogue import GUIDE, OPTIONAL, ROOT, exercises_in
+from tools.harness.catalogue import FILES, OPTIONAL, ROOT
 
 LEARNER_SECONDS = 1200           # a whole learner's grading, at the most (--time-limit)
 # What each of a learner's pytest processes may use (each command it runs
@@ -299,22 +298,21 @@ def main(argv=None):
                         help="stop a learner's grading after SECONDS and mark what it had "
                              "not graded TIMEOUT (default: %(default)s)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    course = exercises_in(guide.read_guide(GUIDE))
     if not Path(args.class_folder).is_dir():
         print("usage: python3 tools/grade.py CLASS   (a folder holding one folder per learner)",
               file=sys.stderr)
         return 2
-    unknown = [name for name in args.exercise if name not in course]
+    unknown = [name for name in args.exercise if name not in FILES]
     if unknown:
         print(f"usage: --exercise {unknown[0]}: the guide has no such exercise "
-              f"(it has {', '.join(course)})", file=sys.stderr)
+              f"(it has {', '.join(FILES)})", file=sys.stderr)
         return 2
     class_folder = Path(args.class_folder).resolve()
     learners = sorted(p for p in class_folder.iterdir()
                       if p.is_dir() and not p.name.startswith(".") and p.name != REPORTS)
     # An optional file (Chapter 12's lab, Chapter 6's herd.py) has a column
     # only if someone handed it in.
-    handed_in = [name for name in course if name not in OPTIONAL
+    handed_in = [name for name in FILES if name not in OPTIONAL
                  or any((learner / name).is_file() for learner in learners)]
     exercises = [name for name in handed_in if name in args.exercise or not args.exercise]
     if not learners:

@@ -3,18 +3,23 @@
 The one reader of the guide: the build uses it to check the guide and expand
 every include before pandoc sees it; the transcript harness and the tests use
 it to find the blocks they check. Every problem is reported as a GuideError
-carrying the guide.md line it belongs to.
+carrying the guide.md line it belongs to. It imports none of the course's
+other modules: the build hands it the simulations' names.
 """
 import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools import sims
-
-DIV_CLASSES = {"check", "answer", "sim", "python"}
-SIM_NAMES = set(sims.folders())      # a simulation is a folder of tools/sims/
-INCLUDE_ATTRS = {"include", "pyobject", "lines"}
+# ---- The course's markup: all that guide.md may say beyond pandoc's own,
+# listed here and nowhere else. expand() checks the divs and the includes,
+# the harness runs the console blocks, and blocks.lua renders them all (a
+# test holds blocks.lua's own lists to these). CONTRIBUTING.md explains each.
+DIV_CLASSES = {"check", "answer", "sim", "python"}     # ::: check, ::: {.sim name="race"}
+INCLUDE_ATTRS = {"include", "pyobject", "from", "to"}  # ```{.python include="code/x.py"}
+LISTING_START = "startFrom"      # added by expand(): the file's line a listing starts at
+CONSOLE_ATTRS = {"database", "edit", "session", "terminal", "timewarp", "timings"}
+SIM_MOUNT = "sim-mount"          # the class of the element blocks.lua leaves for a sim
 
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")
 DIV = re.compile(r"^(?P<colons>:{3,})\s*(?P<info>.*?)\s*:*\s*$")
@@ -129,15 +134,15 @@ def read_guide(path):
     return blocks(path.read_text(encoding="utf-8"), path.name)
 
 
-def check_div(line, info):
+def check_div(line, info, sim_names):
     classes, attrs = parse_attributes(info if info.startswith("{") else "{." + info + "}", line)
     unknown = " ".join(sorted(set(classes) - DIV_CLASSES))
     if unknown or not classes:
         raise GuideError(line, f"unknown div class {unknown or info!r}; "
                                f"known: {', '.join(sorted(DIV_CLASSES))}")
-    if "sim" in classes and attrs.get("name") not in SIM_NAMES:
+    if "sim" in classes and attrs.get("name") not in sim_names:
         raise GuideError(line, f"unknown simulation name {attrs.get('name')!r}; "
-                               f"known: {', '.join(sorted(SIM_NAMES))}")
+                               f"known: {', '.join(sorted(sim_names))}")
 
 
 def is_python_box(info):
@@ -176,51 +181,111 @@ def include(block, root):
         raise GuideError(line, f"unknown include attribute {', '.join(sorted(unknown))}")
     if any(body.strip() for body in block.body):
         raise GuideError(line, "an include block must be empty: the build fills it")
-    if "pyobject" in attrs and "lines" in attrs:
-        raise GuideError(line, "use pyobject= or lines=, not both")
     path = root / attrs["include"]
     if not path.is_file():
         raise GuideError(line, f"included file not found: {attrs['include']}")
     source = path.read_text(encoding="utf-8").splitlines()
     first, last = 1, len(source)
+    if "pyobject" in attrs and ("from" in attrs or "to" in attrs):
+        raise GuideError(line, "use pyobject= or from=/to=, not both")
     if "pyobject" in attrs:
         first, last = find_object(path, attrs["pyobject"], line)
-    elif "lines" in attrs:
-        match = re.fullmatch(r"(\d+)-(\d+)", attrs["lines"])
-        if not match:
-            raise GuideError(line, f"lines= must look like 12-40, not {attrs['lines']!r}")
-        first, last = int(match[1]), int(match[2])
-        if not 1 <= first <= last <= len(source):
-            raise GuideError(line, f"lines={attrs['lines']} is outside "
-                                   f"{attrs['include']} (1-{len(source)})")
+    elif "from" in attrs or "to" in attrs:
+        first, last = find_range(path, source, attrs, line)
     return "\n".join(source[first - 1:last]), first
 
 
-def defines(node):
-    """The name a top-level statement defines: a function, a class, or `NAME = ...`."""
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        return getattr(node.targets[0], "id", None)
-    return getattr(node, "name", None)
+def names(node):
+    """What a statement is called in pyobject=, from= and to=: a def's or a
+    class's name, `NAME` for `NAME = ...`, `NAME +=` for `NAME += ...`, an
+    import by its text (`import time`), and `__main__` for the
+    `if __name__ == "__main__":` at a file's end."""
+    if isinstance(node, ast.Assign):
+        return [target.id for target in node.targets if isinstance(target, ast.Name)]
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+        return [f"{ast.unparse(node.target)} +="]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [ast.unparse(node)]
+    if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'":
+        return ["__main__"]
+    return [getattr(node, "name", None)]
+
+
+def statements(path, line):
+    """The top-level statements of a Python file."""
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path)).body
+    except SyntaxError as error:
+        raise GuideError(line, f"cannot parse {path.name}: {error}") from None
+
+
+def find(path, dotted, line, attr="pyobject"):
+    """The one statement a name calls (Class.method looks inside the class).
+    A name no statement has, or two statements have, is a GuideError."""
+    scope, rest = statements(path, line), dotted
+    while True:
+        inside = re.fullmatch(r"(\w+)\.(.+)", rest)
+        name, rest = (inside[1], inside[2]) if inside else (rest, "")
+        found = [node for node in scope if name in names(node)]
+        if not found:
+            raise GuideError(line, f"{attr} {dotted!r} not found in {path.name}")
+        if len(found) > 1:
+            raise GuideError(line, f"{attr} {dotted!r} is ambiguous in {path.name}: it names "
+                                   f"lines {', '.join(str(node.lineno) for node in found)}")
+        if not rest:
+            return found[0]
+        scope = getattr(found[0], "body", [])
+
+
+def first_line(node):
+    """Where a statement starts: at its first decorator, if it has one."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
+def last_line(source, node):
+    """Where a statement ends: at its last line, or at the comment lines just
+    below it that are indented deeper, carrying on its last line's comment."""
+    last = node.end_lineno
+    while (last < len(source) and source[last].lstrip().startswith("#")
+           and len(source[last]) - len(source[last].lstrip()) > node.col_offset):
+        last += 1
+    return last
 
 
 def find_object(path, dotted, line):
     """First and last line of a function, class, Class.method or assignment."""
-    try:
-        scope = ast.parse(path.read_text(encoding="utf-8"), str(path)).body
-    except SyntaxError as error:
-        raise GuideError(line, f"cannot parse {path.name}: {error}") from None
-    node = None
-    for name in dotted.split("."):
-        node = next((n for n in scope if defines(n) == name), None)
-        if node is None:
-            raise GuideError(line, f"pyobject {dotted!r} not found in {path.name}")
-        scope = getattr(node, "body", [])
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-    return first, node.end_lineno
+    node = find(path, dotted, line)
+    return first_line(node), last_line(path.read_text(encoding="utf-8").splitlines(), node)
 
 
-def expand(text, root):
-    """Check guide.md and return (expanded Markdown, line map).
+def find_range(path, source, attrs, line):
+    """First and last line of a from=/to= range: from the comment lines that
+    head the from= statement (or the file's top), to the to= statement's end."""
+    if "to" not in attrs:
+        raise GuideError(line, "from= needs a to=: the statement the listing ends with")
+    first = heading(source, find(path, attrs["from"], line, "from")) if "from" in attrs else 1
+    last = last_line(source, find(path, attrs["to"], line, "to"))
+    if last < first:
+        raise GuideError(line, f"to={attrs['to']!r} comes before from={attrs['from']!r}")
+    return first, last
+
+
+def heading(source, node):
+    """Where a range from this statement starts: at the first of the comment
+    lines just above it at its indentation (blank lines between them
+    allowed), a heading for that part of the file, or else at the statement."""
+    top, indent = first_line(node), " " * node.col_offset
+    for number in range(top - 1, 0, -1):
+        if source[number - 1].startswith(indent + "#"):
+            top = number
+        elif source[number - 1].strip():
+            break
+    return top
+
+
+def expand(text, root, sim_names):
+    """Check guide.md and return (expanded Markdown, line map). sim_names
+    are the simulations a `::: {.sim name=...}` may name.
 
     The line map gives, for each line of the expanded text, the guide.md line
     it came from, so pandoc's messages can point at the guide."""
@@ -238,7 +303,7 @@ def expand(text, root):
     for event in scan(text):
         if event[0] != "code":
             if event[0] == "div":
-                check_div(event[1], event[2])
+                check_div(event[1], event[2], sim_names)
             if is_python_box(event[2]) and event[0] == "div":
                 boxes.append(event[1])
             elif is_python_box(event[2]):
@@ -263,7 +328,7 @@ def expand(text, root):
         attrs = " ".join([f"#{block.id}"] * bool(block.id) +
                          [f".{c}" for c in block.classes] +
                          [f'{k}="{v}"' for k, v in block.attributes.items()] +
-                         [f'startFrom="{first}"'])
+                         [f'{LISTING_START}="{first}"'])
         for row in [f"{fence}{{{attrs}}}", *code.splitlines(), fence]:
             out.append(block.indent + row if row else row)
             origin.append(block.line)

@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 
 from tools import guide
-from tools.harness.catalogue import CAPSTONE, CHAOS, GUIDE, OPTIONAL, ROOT, exercise_of
+from tools.harness.catalogue import GUIDE, OPTIONAL, ROOT, exercise_of, files_run
 
 GIVEN = re.compile(r"_given\.py$")
 
@@ -37,8 +37,7 @@ def sittings(blocks):
                 seen[name] |= new
                 pending[name] |= new
         elif "console" in block.classes:
-            ran = exercise_of(block)
-            for name in CAPSTONE if ran == CHAOS else [ran]:
+            for name in files_run(exercise_of(block)):
                 if pending[name]:
                     done[name].append(len(pending.pop(name)))
     for name, lines in pending.items():

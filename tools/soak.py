@@ -3,7 +3,7 @@ passes on an idle machine shows up here, not in CI on a bad day.
 
     make soak                         5 runs beside 4 hogs, 4 test processes
     make soak RUNS=2 HOGS=1           fewer
-    .venv/bin/python tools/soak.py --runs 1 -- tests/test_harness.py -k clock
+    .venv/bin/python tools/soak.py --runs 1 -- tests/harness/test_sandbox.py -k clock
 
 A hog is a Python busy loop (`while True: pass`), one per CPU it takes. The
 hogs start before the first run and are stopped, by their own ids, when the

@@ -38,6 +38,7 @@ from pathlib import Path
 from tools import build
 from tools.bench import queues, sims
 from tools.guide import expand
+from tools.sims import folders as sim_folders
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 7
@@ -72,7 +73,8 @@ class Tags(HTMLParser):
 
 def main():
     pandoc = build.find_pandoc()
-    markdown, _ = expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT)
+    markdown, _ = expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT,
+                         sim_folders())
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "site"
         bare = median_seconds([pandoc, "--from=markdown", "--to=html5", "--standalone",

@@ -4,8 +4,9 @@ exercise files (code/, or a learner's folder) and says which exercises pass.
     sandbox.py    run a command as a reader would: a copy, limits, process groups
     compare.py    whether the output is what the guide shows
     sessions.py   console blocks as sessions, terminals and ^C; the Sybil parser
-    catalogue.py  the guide's exercises: which a block checks, where each is taught
+    update.py     the update mode: blocks whose output changed, rewritten in guide.md
+    catalogue.py  the exercises, declared once; which a block checks, where each is taught
     results.py    the verdict words, and the results file grading reads
-    plugin.py     pytest wiring: Sybil, --work, the per-exercise summary
+    plugin.py     pytest wiring: Sybil, --work, --update-transcripts, the summary
     timewarp/     the time warp every command runs with (sitecustomize.py)
 """

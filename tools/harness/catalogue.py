@@ -1,53 +1,103 @@
-"""The course's exercises, as the guide presents them.
+"""The course's exercises, declared once, in the course's order.
 
-Which exercise a console block checks (the file its session's commands name
-first), the exercises of the guide in the course's order, and the chapter
-and section that teach each one. The per-exercise summary and grading use it.
+Each Exercise is a file the learner types and is graded on: whether it is
+optional, whether it is Chapter 12's lab (graded only where a PostgreSQL
+server can start), the given files its commands count for, the other typed
+files its transcripts run, and the test modules that grade it. Grading's
+order, columns and collected test files, the summary, tools/load.py and
+the README's counts all come from this list; where each exercise is taught
+comes from the guide (the chapter and section of its first listing).
 """
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+
+from tools import guide
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "guide.md"
 CODE = ROOT / "code"
 
-# A command naming ex02_jobs.py, or the module ex02_jobs, belongs to that
-# exercise; one that runs chaos.py, to the capstone's chaos.py; one that
-# runs herd.py, to Chapter 6's herd.py; one naming races_pg.py,
-# tinyq_pg.py or chaos_pg.py, to that file of the lab; one that imports
-# tinyq or names tinyq.py, to the capstone's tinyq.py; one naming a given
-# file (ex09_practice_given.py, or capstone/world_given.py as a file or a
-# module), to the exercise it serves (given_to).
-EXERCISE = re.compile(r"\bex\d\d_\w+|\b(?:chaos|herd)(?=\.py\b)"
-                      r"|\b(?:tinyq|races|chaos)_pg(?=\.py\b)"
-                      r"|(?<=\bimport )tinyq\b|\btinyq(?=\.py\b)"
-                      r"|\bworld_given(?=\.py\b)|(?<=\bimport )world_given\b")
-CHAOS = "capstone/chaos.py"
-# Chapter 12's lab, on PostgreSQL: optional. A learner's folder without
-# these files is graded as if the guide did not have them.
-TINYQ_PG = "capstone/tinyq_pg.py"
-LAB = ("capstone/races_pg.py", TINYQ_PG, "capstone/chaos_pg.py")
-# The files a learner may leave out: the lab's, and Chapter 6's herd.py, an
-# optional experiment the reader may copy. Graded only if handed in.
-OPTIONAL = ("herd.py", *LAB)
-# The capstone's files, each graded on its own, in the order the guide has
-# you type them. The tests that exercise a file are marked with it. Its
-# outside world, capstone/world_given.py, is given, not typed: never graded.
-TINYQ = "capstone/tinyq.py"
-CAPSTONE = (TINYQ, "capstone/shop.py", CHAOS)
+
+@dataclass(frozen=True)
+class Exercise:
+    file: str                   # its path inside code/ and inside a learner's folder
+    tests: tuple = ()           # the test modules that grade it, from the repository's root
+    optional: bool = False      # graded only if handed in
+    lab: bool = False           # Chapter 12's lab: graded only where PostgreSQL can start
+    given: tuple = ()           # given files (*_given.py): commands naming them count for it
+    runs: tuple = ()            # other typed files that its transcripts run too
 
 
-# The given files (named *_given.py: downloaded, never typed, never graded),
-# each with the exercise its commands count for: the capstone's world serves
-# chaos.py, as every capstone transcript does.
-GIVEN = {"ex09_practice_given.py": "ex09_charge_worker.py",
-         "capstone/world_given.py": CHAOS}
+def _exercise(number, name, *more):
+    """Exercise number's file, ex<number>_<name>.py, graded by
+    tests/exercises/test_ex<number>.py (and any more modules named)."""
+    return Exercise(f"ex{number:02}_{name}.py", (f"tests/exercises/test_ex{number:02}.py", *more))
+
+
+# In the order grading lists them, which is not the guide's: Exercise 9 is
+# taught after the capstone. The capstone's three typed files, each graded
+# on its own; its outside world, capstone/world_given.py, is given, and its
+# transcripts (chaos.py's) count for chaos.py. Chapter 6's herd.py is an
+# optional experiment, graded by its transcripts alone; so is the lab's
+# chaos_pg.py, whose tests grade tinyq_pg.py, the queue it runs.
+EXERCISES = (
+    _exercise(1, "slow_signup"),
+    _exercise(2, "jobs"),
+    _exercise(3, "memory_queue"),
+    _exercise(4, "durable_queue"),
+    _exercise(5, "two_workers"),
+    _exercise(6, "leases"),
+    _exercise(7, "retries"),
+    _exercise(8, "idempotency"),
+    Exercise("ex09_charge_worker.py",
+             ("tests/exercises/test_ex09.py", "tests/exercises/test_ex09_admission.py",
+              "tests/exercises/test_ex09_budgets.py"),
+             given=("ex09_practice_given.py",)),
+    Exercise("herd.py", optional=True),
+    Exercise("capstone/tinyq.py", ("tests/test_capstone.py", "tests/test_chaos.py")),
+    Exercise("capstone/shop.py", ("tests/test_chaos.py",)),
+    Exercise("capstone/chaos.py", ("tests/test_chaos.py",), given=("capstone/world_given.py",),
+             runs=("capstone/tinyq.py", "capstone/shop.py")),
+    Exercise("capstone/races_pg.py", ("tests/test_races_pg.py",), optional=True, lab=True),
+    Exercise("capstone/tinyq_pg.py", ("tests/test_tinyq_pg.py", "tests/test_chaos_pg.py"),
+             optional=True, lab=True),
+    Exercise("capstone/chaos_pg.py", optional=True, lab=True),
+)
+BY_FILE = {exercise.file: exercise for exercise in EXERCISES}
+FILES = tuple(BY_FILE)
+OPTIONAL = tuple(exercise.file for exercise in EXERCISES if exercise.optional)
+LAB = tuple(exercise.file for exercise in EXERCISES if exercise.lab)
+# Each given file, and the exercise it serves.
+GIVEN = {given: exercise.file for exercise in EXERCISES for given in exercise.given}
+# The test modules that grade a learner's folder (pytest --work collects no other).
+GRADED_TESTS = tuple(dict.fromkeys(test for exercise in EXERCISES for test in exercise.tests))
 
 
 def given_to(name):
     """The exercise a given file serves; any other name is its own."""
     return GIVEN.get(name, name)
+
+
+def files_run(name):
+    """The typed files that a transcript of exercise name runs: its own,
+    and the others it declares (chaos.py runs tinyq.py and shop.py)."""
+    return [name, *BY_FILE[name].runs] if name in BY_FILE else [name]
+
+
+def _command_pattern():
+    """What in a `$` command names a file of the course: ex02_jobs.py or the
+    module ex02_jobs (any exNN_ name); any other exercise's or given file's
+    name as a file (chaos.py), or as a module after `import` (tinyq)."""
+    paths = {Path(name).stem: name for name in [*FILES, *GIVEN]}
+    others = [stem for stem in paths if not re.match(r"ex\d\d_", stem)]
+    names = "|".join(sorted(map(re.escape, others), key=len, reverse=True))
+    pattern = re.compile(rf"\bex\d\d_\w+|\b(?:{names})(?=\.py\b)|(?<=\bimport )(?:{names})\b")
+    return pattern, paths
+
+
+EXERCISE, PATHS = _command_pattern()
 
 
 def exercise_of(block):
@@ -57,33 +107,16 @@ def exercise_of(block):
         for line in each.source.splitlines():
             match = EXERCISE.search(line) if line.startswith("$ ") else None
             if match:
-                if match.group() == "chaos":
-                    return CHAOS
-                if match.group() == "tinyq":
-                    return TINYQ
-                capstone = match.group().endswith("_pg") or match.group() == "world_given"
-                return given_to(("capstone/" if capstone else "") + match.group() + ".py")
+                return given_to(PATHS.get(match.group(), match.group() + ".py"))
     return None
 
 
-def exercises_in(blocks):
-    """The exercises that blocks name, in the course's order: the capstone's
-    files (all of them if its chaos.py is named), then the lab's."""
-    names = {exercise_of(b) for b in blocks if "console" in b.classes} - {None}
-    if CHAOS in names:
-        names.update(CAPSTONE)
-    if names & set(LAB):
-        names.update(LAB)
-    last = CAPSTONE + LAB
-    return sorted(names, key=lambda name: (name in last, last.index(name)
-                                           if name in last else name))
-
-
-def where_taught(guide, exercise):
-    """The chapter and section that present the exercise's listing."""
-    include = guide.find(f'include="code/{exercise}"')
-    before = guide[:include] if include >= 0 else ""
+def where_taught(text, exercise):
+    """The chapter and section of the guide (its text) whose listing first
+    shows the exercise's file."""
+    listing = next((block for block in guide.blocks(text)
+                    if block.attributes.get("include") == f"code/{exercise}"), None)
+    before = text[:listing.start] if listing else ""
     chapter = re.findall(r"^# (.+)$", before, re.M)
     section = re.findall(r"^## (.+)$", before[before.rfind("\n# "):], re.M) if chapter else []
     return " › ".join((chapter[-1:] + section[-1:]) or ["the guide"])
-

@@ -6,6 +6,9 @@ guide's process ids (by identity: the first pid printed stands for the first
 one shown) and its timings where they are close, since neither can be the
 same from run to run. CONTRIBUTING.md describes the rules in prose; keep the
 two in step.
+
+For the update mode, `brought_up_to_date` writes a command's new output in
+the guide's terms: the lines that still match kept as the guide has them.
 """
 
 import difflib
@@ -72,9 +75,14 @@ def normalise(expected, actual, timings=None):
     Only the numbers change, so a different unit or spacing still shows.
     """
     changes = close_timings(expected, actual, timings) + same_processes(expected, actual)
+    return replaced(actual, changes)
+
+
+def replaced(text, changes):
+    """text with each (start, end, number) change made."""
     for start, end, number in sorted(changes, reverse=True):
-        actual = actual[:start] + number + actual[end:]
-    return actual
+        text = text[:start] + number + text[end:]
+    return text
 
 
 def tidy(text):
@@ -103,10 +111,16 @@ def compared(expected_lines, printed, timings=None):
 
 def shows_so_far(expected_lines, printed, timings=None):
     """Whether the first lines printed are the expected ones; "..." takes as few as it can."""
+    return lines_shown(expected_lines, printed, timings) is not None
+
+
+def lines_shown(expected_lines, printed, timings=None):
+    """How many of the first lines printed show the expected ones ("..."
+    taking as few as it can), or None if no number of them does."""
     # Every expected line but a bare "..." stands for one printed line at least.
     fewest = sum(line != "..." for line in tidy("\n".join(expected_lines)))
-    return any(compared(expected_lines, printed[:count], timings)[2]
-               for count in range(fewest, len(printed) + 1))
+    return next((count for count in range(fewest, len(printed) + 1)
+                 if compared(expected_lines, printed[:count], timings)[2]), None)
 
 
 def may_still_show(expected_lines, printed, timings=None):
@@ -122,3 +136,70 @@ def short_diff(expected_lines, actual_lines, limit=30):
         diff = diff[:limit] + [f"[{len(diff) - limit} more lines of diff]"]
     return "\n".join(diff)
 
+
+
+# ---------------------------------------------------------------- the update mode
+
+KEEP, SKIP, CHANGE, DROP, ABSORB, ADD = range(6)   # on a tie, the first one wins
+
+
+def brought_up_to_date(expected_lines, actual_lines, timings=None):
+    """The expected lines changed as little as they can to show the actual
+    ones (already normalised): a line that still matches stays as the guide
+    has it, a `...` line stays where it still stands for lines, and a
+    changed line keeps the guide's close timings. Fewest changed lines
+    first, then fewest lines behind a `...`."""
+    moves = best_moves(expected_lines, actual_lines, timings)
+    lines, i, j = [], 0, 0
+    while (i, j) in moves:
+        move = moves[i, j]
+        if move in (KEEP, SKIP):
+            lines.append(expected_lines[i])
+        elif move == CHANGE:
+            lines.append(retimed(expected_lines[i], actual_lines[j], timings))
+        elif move == ADD:
+            lines.append(actual_lines[j])
+        i += move in (KEEP, SKIP, CHANGE, DROP)
+        j += move in (KEEP, CHANGE, ABSORB, ADD)
+    return lines
+
+
+def best_moves(expected, actual, timings):
+    """{(i, j): the move that brings expected[i:] to actual[j:] at least cost}."""
+    cost, moves = {(len(expected), len(actual)): (0, 0)}, {}
+    for i in range(len(expected), -1, -1):
+        for j in range(len(actual), -1, -1):
+            options = [(cost[i + di, j + dj][0] + changes, cost[i + di, j + dj][1] + hidden,
+                        move) for move, di, dj, changes, hidden
+                       in possible_moves(expected, actual, i, j, timings)]
+            if options:
+                *cost[i, j], moves[i, j] = min(options)
+    return moves
+
+
+def possible_moves(expected, actual, i, j, timings):
+    """(move, lines of expected it takes, lines of actual, changes, hidden lines)"""
+    ellipsis = i < len(expected) and expected[i] == "..."
+    both = i < len(expected) and j < len(actual)
+    if ellipsis:
+        yield SKIP, 1, 0, 0, 0
+        if j < len(actual):
+            yield ABSORB, 0, 1, 0, 1
+    elif both:
+        if line_matches(expected[i], actual[j], timings):
+            yield KEEP, 1, 1, 0, 0
+        yield CHANGE, 1, 1, 1, 0
+    if i < len(expected) and not ellipsis:
+        yield DROP, 1, 0, 1, 0
+    if j < len(actual):
+        yield ADD, 0, 1, 1, 0
+
+
+def retimed(expected_line, actual_line, timings=None):
+    """The actual line with the expected line's close timings."""
+    return replaced(actual_line, close_timings(expected_line, actual_line, timings))
+
+
+def line_matches(expected_line, actual_line, timings=None):
+    return output_matches([expected_line.rstrip()],
+                          [retimed(expected_line, actual_line, timings)])

@@ -8,6 +8,11 @@ them to a JSON file, which grading reads. It works the same with -n
 (pytest-xdist): its scheduler keeps a session's blocks in one worker, and
 the summary is counted from the reports the workers send.
 
+With --update-transcripts (`make transcripts`), a console block whose
+commands print something else is rewritten in guide.md instead of failing
+(update.py): the workers send their edits with their reports, and the
+process that reports rewrites the guide once, at the end.
+
 Loaded with `-p tools.harness.plugin` in pytest.ini: pytest offers guide.md, at
 the root, only to plugins and to a conftest.py above it.
 """
@@ -22,23 +27,23 @@ from sybil.example import SybilFailure
 
 from tools import guide
 
-from . import postgres
-from .catalogue import (CODE, GUIDE, LAB, OPTIONAL, ROOT, exercise_of, exercises_in,
+from . import postgres, update
+from .catalogue import (CODE, FILES, GRADED_TESTS, GUIDE, LAB, OPTIONAL, ROOT, exercise_of,
                         where_taught)
 from .results import (EXPLAINED, MISSING, NOT_GRADED, NOT_RUN, PASS, as_text, test_problem,
                       transcript_problem, verdict_of, write as write_results)
-from .sessions import close_sessions, parse_console_blocks
+from .sessions import UPDATES, close_sessions, parse_console_blocks
 
 RESULTS = pytest.StashKey[dict]()
 HARNESS = "harness step"      # the name of the user property each report carries
 
 
-# What grading a learner's folder runs: the tests that use the files under
-# test. With --work, every other test file is left out of the run; so is
-# test_pace.py, which checks that the guide's stories hold at a person's pace
-# (with code/), and is never counted for a learner's exercise.
-GRADED = {"guide.md", "test_exercises.py", "test_capstone.py", "test_chaos.py",
-          "test_tinyq_pg.py", "test_races_pg.py", "test_chaos_pg.py"}
+# What grading a learner's folder runs: the guide and the test modules that
+# grade its exercises (catalogue.py), by their paths from the root. With
+# --work, every other test file is left out of the run; so is test_pace.py,
+# which checks that the guide's stories hold at a person's pace (with
+# code/), and is never counted for a learner's exercise.
+GRADED = {"guide.md", *GRADED_TESTS}
 
 
 def pytest_addoption(parser):
@@ -55,13 +60,21 @@ def pytest_addoption(parser):
     parser.addoption("--results-json", metavar="PATH",
                      help="also write each exercise's verdict to PATH, as JSON "
                           "(what tools/grade.py reads)")
+    parser.addoption("--update-transcripts", action="store_true",
+                     help="rewrite in guide.md each console block whose commands print "
+                          "something else (keeping its pids, close timings and `...`)")
 
 
 def pytest_ignore_collect(collection_path, config):
     if config.getoption("--work") and collection_path.is_file() \
-            and collection_path.name not in GRADED:
+            and from_root(collection_path) not in GRADED:
         return True
     return None
+
+
+def from_root(path):
+    """A path as the catalogue names it: from the repository's root."""
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
 def source_folder_of(config):
@@ -72,6 +85,9 @@ def source_folder_of(config):
 def pytest_configure(config):
     if not source_folder_of(config).is_dir():
         raise pytest.UsageError(f"WORK folder {source_folder_of(config)} does not exist")
+    if config.getoption("--update-transcripts") and config.getoption("--work"):
+        raise pytest.UsageError("--update-transcripts rewrites guide.md from code/; "
+                                "it cannot be given with --work")
     # The lab is optional: a learner who did not hand it in is not graded
     # on it. One who did is NOT GRADED where no PostgreSQL server can be
     # started, rather than failed for what the machine lacks. (Asked here,
@@ -82,6 +98,8 @@ def pytest_configure(config):
                              "no_server": postgres.unavailable() if handed_in else None}
     if not hasattr(config, "workerinput"):      # not an xdist worker
         config.pluginmanager.register(Counter(config.stash[RESULTS]))
+        if config.getoption("--update-transcripts"):
+            config.pluginmanager.register(update.Updater(GUIDE))
 
 
 @pytest.fixture(scope="session")
@@ -90,11 +108,17 @@ def source_folder(pytestconfig):
     return source_folder_of(pytestconfig)
 
 
+@pytest.fixture(scope="session")
+def update_transcripts(pytestconfig):
+    """Whether console blocks that print something else are rewritten, not failed."""
+    return pytestconfig.getoption("--update-transcripts")
+
+
 pytest_collect_file = Sybil(
     parsers=[parse_console_blocks],
     patterns=["guide.md"],
     path=str(ROOT),
-    fixtures=["source_folder"],
+    fixtures=["source_folder", "update_transcripts"],
     teardown=close_sessions,     # a session whose last block did not run
 ).pytest()
 
@@ -119,7 +143,7 @@ def pytest_collection_modifyitems(config, items):
     only = config.getoption("--exercise")
     if only:
         for name in only:
-            if name not in exercises_in(guide.read_guide(GUIDE)):
+            if name not in FILES:
                 raise pytest.UsageError(f"--exercise {name}: the guide has no such exercise")
         others = [item for item in items if exercise_marked(item) not in only]
         config.hook.pytest_deselected(items=others)
@@ -189,6 +213,9 @@ def pytest_runtest_makereport(item, call):
             "order": step_order(item),
             "problem": problem_of(item, call, report) if exercise and report.failed else None}
     report.user_properties.append((HARNESS, step))
+    edits = item.example.namespace.pop(UPDATES, None) if hasattr(item, "example") else None
+    if edits:                            # a session ended in update mode, and changed lines
+        report.user_properties.append((update.EDITS, edits))
     return report
 
 
@@ -264,7 +291,7 @@ def exercise_results(folder, results):
     course's order, the problems in the order their steps come."""
     text = GUIDE.read_text(encoding="utf-8")
     exercises = {}
-    for exercise in exercises_in(guide.read_guide(GUIDE)):
+    for exercise in FILES:
         if exercise in OPTIONAL and not (folder / exercise).is_file():
             continue                             # optional, and not handed in
         problems = [problem for _, problem in sorted(results["problems"][exercise],

@@ -11,6 +11,11 @@ At a person's pace (pace=1, or pace=3 for a slow person), the harness also
 pauses before each command and each ^C, as a person at the keyboard would,
 on the session's virtual clock.
 
+In update mode (`pytest --update-transcripts`), a command that prints other
+lines than the guide shows does not fail: the session goes on, and once the
+command has ended, update.py works out how its lines in the guide should
+read. A session that ran to its end hands those edits over (UPDATES).
+
 Sybil finds the blocks with `parse_console_blocks` and calls `evaluate` for
 each (see plugin.py), keeping running sessions in the document's namespace;
 other tests call `check_block` or `check_text` directly. CONTRIBUTING.md
@@ -30,18 +35,21 @@ from sybil import Document, Region
 
 from tools import guide
 
-from . import postgres, sandbox
+from . import postgres, sandbox, update
 from .catalogue import exercise_of
-from .compare import compared, may_still_show, short_diff, shows_so_far
+from .compare import compared, lines_shown, may_still_show, short_diff, shows_so_far, tidy
 from .sandbox import (SCRATCH, TIMEWARP_FACTOR, EditError, Process, TranscriptError,
                       apply_edit, child_environment, copy_sources, link_python, new_clock,
                       pause)
 
 EXIT_GRACE = 3                # real seconds a command that went wrong gets to finish
-# each one is documented in CONTRIBUTING.md
-KNOWN_ATTRIBUTES = {"database", "edit", "session", "terminal", "timewarp", "timings"}
 INTERRUPT = "^C"              # how a terminal shows Ctrl-C
 SESSIONS = "console sessions" # key of the running sessions in a Sybil namespace
+UPDATES = "transcript updates"  # key of the edits of the sessions that ended, in update mode
+# In update mode, a command whose lines differ from the guide's is taken to
+# have printed what stands for them once it printed as many, or once it
+# printed nothing more for about twice this long (real seconds).
+QUIET = 0.5
 # A person's pauses, in seconds of the programs' clock, before a command or a
 # ^C: typing after reading, and first switching windows when the last thing
 # they typed went to another terminal. Times pace; pace 0 is the machine's.
@@ -62,6 +70,12 @@ class Command:
     terminal: str = "1"
     timings: str = None          # "vary" or "late": see compare.close_timing
     process: "Process" = None
+    pieces: list = field(default_factory=list)   # where its lines are in the guide (update.Piece)
+    shown_up_to: int = 0         # printed lines that stand for the guide's, at the last wait
+
+    def new_piece(self, block, offset, prefix=""):
+        self.pieces.append(update.Piece(block, offset, len(self.expected), self.shown_up_to,
+                                        prefix))
 
     @property
     def where(self):
@@ -120,8 +134,10 @@ def read_timewarp(block):
 class Session:
     """Blocks run as one scenario: one folder, one clock, its terminals."""
 
-    def __init__(self, blocks, source_folder, pace=0):
+    def __init__(self, blocks, source_folder, pace=0, updating=False):
         self.blocks = blocks             # in document order
+        self.updating = updating         # rewrite the guide's lines instead of failing
+        self.edits = []                  # in update mode: how the guide's lines should read
         self.name = blocks[0].attributes.get("session")
         self.source_folder = Path(source_folder)
         self.pace = pace                 # 0: the machine's; 1: a quick person's
@@ -180,7 +196,7 @@ class Session:
 
     def run(self, block):
         """Run one block: start its commands, send its ^C, wait for its output."""
-        unknown = sorted(set(block.attributes) - KNOWN_ATTRIBUTES)
+        unknown = sorted(set(block.attributes) - guide.CONSOLE_ATTRS)
         if unknown:
             raise TranscriptError(
                 f"{block.where()}: unknown console attribute {', '.join(unknown)}")
@@ -207,6 +223,7 @@ class Session:
             if text.startswith("$ "):
                 number += 1
                 self.start(self.command(block, offset, text[2:], terminal, number, commands_here))
+                self.terminals[terminal].new_piece(block, offset + 1)
             elif running is None:
                 if text.strip():
                     raise TranscriptError(f"{block.where(offset)}: output before the first `$ ` "
@@ -215,8 +232,11 @@ class Session:
                 self.wait_for_output(running, block.where(offset))
                 self.pause_before_typing(terminal)
                 running.process.interrupt()
+                running.new_piece(block, offset, prefix=INTERRUPT)
                 running.expected.append(text[len(INTERRUPT):])
             else:
+                if running.pieces[-1].block is not block:    # it goes on from an earlier block
+                    running.new_piece(block, offset)
                 running.expected.append(text)
         if terminal in self.terminals:
             self.wait_for_output(self.terminals[terminal], block.where(len(lines)))
@@ -256,6 +276,8 @@ class Session:
 
     def wait_for_output(self, command, where):
         """Wait until the command has printed what the guide shows for it so far."""
+        if self.updating:
+            return self.wait_to_update(command, where)
         expected = list(command.expected)
         timings = command.timings
 
@@ -282,6 +304,40 @@ class Session:
         raise TranscriptError(f"{where}: {command.label} (from {command.at}) {problem}:\n"
                               f"{short_diff(want, got)}")
 
+    def wait_to_update(self, command, where):
+        """In update mode: wait as wait_for_output does while the command's
+        lines may still become what the guide shows. Once they cannot, wait
+        until it has printed as many lines as the guide shows so far (with no
+        `...` that could stand for more), or nothing more for a while. What it
+        printed until then goes with the guide's lines up to here."""
+        expected, timings = list(command.expected), command.timings
+        shown = tidy("\n".join(expected))
+        as_many = None if "..." in shown else len(shown)
+
+        def differs(lines):
+            return not may_still_show(expected, lines, timings)
+
+        def settled(lines, exited):
+            return (exited or shows_so_far(expected, lines, timings)
+                    or as_many is not None and len(lines) >= as_many and differs(lines))
+
+        seen, waited = None, 0
+        while not command.process.wait_until(settled, QUIET):
+            printed, waited = command.process.printed(), waited + QUIET
+            if len(printed) == seen and differs(printed):
+                break                    # it printed nothing more
+            if waited >= sandbox.SYNC_TIMEOUT:
+                problem = ("kept printing other lines than the guide shows" if differs(printed)
+                           else "had not printed what the guide shows up to here")
+                raise TranscriptError(f"{where}: {command.label} (from {command.at}) {problem}, "
+                                      f"after {sandbox.SYNC_TIMEOUT} s")
+            seen = len(printed)
+        printed = command.process.printed()
+        count = lines_shown(expected, printed, timings)
+        if count is None:                # other lines: as many as the guide shows, or all
+            count = len(printed) if as_many is None else min(len(printed), as_many)
+        command.shown_up_to = count
+
     def wait_for_exit(self, command, moment):
         """Wait until the command ends, then compare all it printed with all the guide shows."""
         if not command.process.wait_until(lambda lines, exited: exited, sandbox.SYNC_TIMEOUT):
@@ -291,8 +347,15 @@ class Session:
                                   f"transcript. Its last lines:\n{last_lines}")
         want, got, matches = compared(command.expected, command.process.printed(),
                                       command.timings)
-        if not matches:
+        if matches:
+            return
+        if not self.updating:
             raise printed_something_else(command, want, got)
+        try:
+            self.edits += update.edits(command, command.process.printed())
+        except update.CannotUpdate as error:
+            raise TranscriptError(f"{command.where} printed something else, and {error}:\n"
+                                  f"{short_diff(want, got)}") from None
 
     def finish(self):
         moment = "at the end of the session" if self.name else "at the end of the block"
@@ -317,7 +380,8 @@ def check_in_session(block, namespace):
     if index == 0:
         if name in sessions:
             sessions.pop(name).close()
-        session = Session(blocks, namespace["source_folder"], namespace.get("pace", 0))
+        session = Session(blocks, namespace["source_folder"], namespace.get("pace", 0),
+                          namespace.get("update_transcripts", False))
         if name:
             sessions[name] = session
     else:
@@ -333,6 +397,7 @@ def check_in_session(block, namespace):
         session.run(block)
         if last:
             session.finish()
+            namespace.setdefault(UPDATES, []).extend(session.edits)
     except TranscriptError as error:
         session.failed_at = block.where()
         return str(error)
@@ -372,7 +437,19 @@ def check_text(text, source_folder, only=None, pace=0):
     only: the fence lines of the blocks to run (as -k selects them); all by default.
     pace: 1 to pause before each command and ^C as a person does; 0, not at all.
     """
-    namespace = {"source_folder": Path(source_folder), "pace": pace}
+    return run_text(text, {"source_folder": Path(source_folder), "pace": pace}, only)
+
+
+def updated_text(text, source_folder):
+    """Run a guide's console blocks in update mode, as `pytest
+    --update-transcripts` does: (the text with the blocks whose output
+    changed rewritten, their fence lines in it, {fence line: None or message})."""
+    namespace = {"source_folder": Path(source_folder), "update_transcripts": True}
+    results = run_text(text, namespace)
+    return (*update.applied(text, namespace.get(UPDATES, [])), results)
+
+
+def run_text(text, namespace, only=None):
     results = {}
     try:
         for region in parse_console_blocks(Document(text, "guide.md")):

@@ -27,26 +27,24 @@ claims whatever the queue holds and runs it to the end. Counting the points
 actually added gives the outcome: lost (no effect), exactly once, or
 duplicate.
 
-Each moment is a line in the handlers below (`worker.moment(...)`), so a
-moment a protection's code never passes is one it does not have: the cell
-is "n/a" because the crash never came, not because a table says so. The
-moments offered for a protection come the same way, from a run that notes
-each moment it passes. So the moments follow each protection's real order.
+Each moment is a line in the handlers below (`worker.moment(...)`): a cell
+is "n/a" because that protection's code never passed the moment, not
+because a table says so, and the moments offered for a protection, in its
+real order, are those a run of its code notes as it passes them.
 Ack-first runs claim, ack, effect: a crash after its claim comes before its
 ack (the job is still running, its lease runs out, the next worker does it
 all, once); what follows its ack is between-ack-and-effect (lost); after
 its effect is its last step; it has no after-ack moment of its own. The
 transaction has no after-effect moment: its effect and its ack commit
-together, and in-transaction is the crash just before that commit.
+together, and in-transaction is the crash just before that commit. Each
+moment has one name, the matrix row's, and a detail: what it is in the
+chosen protection's code.
 
 One moment, "between-effect-and-key", after the effect and before its key
 is recorded, exists only where the key is recorded in a step of its own:
 key-apart has it, and the transaction passes the same moment inside its
 transaction. The key protection does not: its service records the key in
 the statement that adds the points.
-
-Each moment has one name, the matrix row's, and a detail: what it is in the
-chosen protection's code.
 
 Run it in a terminal (every crash point against every protection):
     python3 -m tools.sims crash-timing
@@ -64,6 +62,7 @@ import tempfile
 from pathlib import Path
 
 from .. import course
+from ..engine import Engine, action, check
 
 tinyq = course.module("capstone/tinyq.py")
 
@@ -96,13 +95,6 @@ CRASHES = {
     "after-effect": "after the effect",
     "in-transaction": "inside the open transaction",
     "after-ack": "after the ack",
-}
-
-TASKS = {
-    "duplicate": "make a crash send the effect twice",
-    "lost": "make a crash lose the job's effect",
-    "key-not-enough": "find a crash point where a key recorded apart does not save you "
-                      "but the transaction does",
 }
 
 # The loyalty service's record, beside world_given.py's emails and charges:
@@ -433,8 +425,8 @@ class Story:
 
 
 def play(protection, crash):
-    return Story(check("protection", protection, PROTECTIONS),
-                 check("crash", crash, CRASHES)).play()
+    return Story(check("protection", protection, (str, *PROTECTIONS)),
+                 check("crash", crash, (str, *CRASHES))).play()
 
 
 def survey(protection):
@@ -452,29 +444,28 @@ def survey(protection):
                        for crash, label in CRASHES.items() if crash in passed]}
 
 
-def check(name, value, known):
-    if value not in known:
-        raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
-    return value
-
-
 # ---- the explorer
 
-class CrashTiming:
+class CrashTiming(Engine):
+    TASKS = {
+        "duplicate": "make a crash send the effect twice",
+        "lost": "make a crash lose the job's effect",
+        "key-not-enough": "find a crash point where a key recorded apart does not save you "
+                          "but the transaction does",
+    }
+    SETTINGS = {"protection": (str, *PROTECTIONS), "crash": (str, *CRASHES)}
+
     def __init__(self, protection="none", crash=None):
         """crash: one of the protection's moments; by default after the
         effect, the danger zone, where the protection has that moment."""
-        self.protection = check("protection", protection, PROTECTIONS)
+        super().__init__()
+        self.protection = check("protection", protection, self.SETTINGS["protection"])
         self.crash = "after-effect"
         self.surveys = {}                     # protection -> its stations and moments
         self.outcomes = {}                    # protection -> each moment's outcome
         self.seen = {}                        # (protection, crash) -> outcome, from run()
-        self.earned = set()
         self.last = None                      # the result of the last run()
         self.choose(crash=crash)
-
-    def close(self):
-        """Nothing to free: each run removes its own files."""
 
     def crash_points(self, protection=None):
         """The moments this protection's code passes (surveyed once, then kept)."""
@@ -497,6 +488,7 @@ class CrashTiming:
                                                           "effects": result["effects"]}
         return self.outcomes[protection]
 
+    @action
     def choose(self, protection=None, crash=None, run=False):
         """Pick a protection, a crash point, or both. A moment the protection
         lacks is refused, unless the protection changes in the same call (a
@@ -504,9 +496,9 @@ class CrashTiming:
         given, a moment the new protection lacks falls back to no crash.
         With run, the choice is run at once: its outcome."""
         chosen = self.protection if protection is None else check(
-            "protection", protection, PROTECTIONS)
+            "protection", protection, self.SETTINGS["protection"])
         available = [point["id"] for point in self.crash_points(chosen)]
-        wanted = self.crash if crash is None else check("crash", crash, CRASHES)
+        wanted = self.crash if crash is None else check("crash", crash, self.SETTINGS["crash"])
         if wanted not in available:
             if crash is not None and chosen == self.protection:
                 raise ValueError(f"the {chosen} protection has no moment {crash!r}; "
@@ -515,6 +507,7 @@ class CrashTiming:
         self.protection, self.crash, self.last = chosen, wanted, None
         return self.run() if run else None
 
+    @action
     def run(self):
         """Run the chosen story once; its outcome."""
         self.last = play(self.protection, self.crash)
@@ -527,6 +520,7 @@ class CrashTiming:
             self.earned.add("key-not-enough")
         return outcome
 
+    @action
     def matrix(self):
         """Every crash point against every protection, each cell run afresh."""
         cells = {crash: {} for crash in CRASHES}
@@ -555,14 +549,8 @@ class CrashTiming:
             "timeline": [dict(step) for step in last.get("timeline", [])],
             "outcome": last.get("outcome"),
             "effects": last.get("effects"),
-            "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                      for key, text in TASKS.items()],
+            "tasks": self.tasks(),
         }
-
-
-# What the page may call, through sims.api: "new" makes a CrashTiming.
-API = {"make": CrashTiming, "methods": {"choose", "run", "matrix", "state"},
-       "functions": {}}
 
 
 # ---- the text program

@@ -42,10 +42,10 @@ Run it in a terminal:
 Or from Python:
     sim = Herd(policy="full"); sim.state()["calls"]
 """
-import argparse
 import collections
 
-from .. import course, settings
+from .. import course
+from ..engine import Rerun, program
 
 reader = course.module("herd.py")     # the model, as the reader has it
 ROUND_TRIP_SECONDS = reader.ROUND_TRIP_SECONDS
@@ -55,19 +55,6 @@ wait, contend, summary, seconds = reader.wait, reader.contend, reader.summary, r
 BINS = 50                        # the timeline's columns
 BURSTS = 200                     # the picture's columns: the most calls at one instant
 CROWDS = 8                       # how many of the first crowds the state names
-TASKS = {
-    "herd": "make the herd visible: clients that call at the same instant, round after round",
-    "cap": "shrink the cap until full jitter makes more than half the calls that "
-           "exponential backoff without jitter makes",
-    "quick": "get 100 clients through in under 3 s with fewer than 1,200 calls",
-}
-SETTINGS = {
-    "policy": (str, *POLICIES),
-    "clients": (int, 1, 500),
-    "base": (float, 0.0001, 1.0),
-    "cap": (float, 0.0001, 60.0),
-    "seed": (int, 0, 2**63),
-}
 
 
 def timeline(calls, seconds, bins=BINS):
@@ -100,8 +87,20 @@ def crowds(calls, first=CROWDS):
             for time, count in sorted(at_once.items()) if count >= 2][:first]
 
 
-class Herd(settings.Rerun):
-    SETTINGS = SETTINGS
+class Herd(Rerun):
+    TASKS = {
+        "herd": "make the herd visible: clients that call at the same instant, round after round",
+        "cap": "shrink the cap until full jitter makes more than half the calls that "
+               "exponential backoff without jitter makes",
+        "quick": "get 100 clients through in under 3 s with fewer than 1,200 calls",
+    }
+    SETTINGS = {
+        "policy": (str, *POLICIES),
+        "clients": (int, 1, 500),
+        "base": (float, 0.0001, 1.0),
+        "cap": (float, 0.0001, 60.0),
+        "seed": (int, 0, 2**63),
+    }
 
     def __init__(self, policy="exponential", clients=100, base=0.005, cap=2.0, seed=1):
         super().__init__(policy=policy, clients=clients, base=base, cap=cap, seed=seed)
@@ -129,13 +128,7 @@ class Herd(settings.Rerun):
         return {"settings": dict(s), **ran, "timeline": timeline(self.calls, ran["seconds"]),
                 "bursts": bursts(self.calls, ran["seconds"]), "crowds": crowds(self.calls),
                 "policies": {policy: dict(each) for policy, each in self.policies.items()},
-                "names": dict(NAMES),
-                "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                          for key, text in TASKS.items()]}
-
-
-# What the page may call, through sims.api: "new" makes a Herd.
-API = {"make": Herd, "methods": {"configure", "state"}, "functions": {}}
+                "names": dict(NAMES), "tasks": self.tasks()}
 
 
 # ---- the text program
@@ -161,21 +154,9 @@ def print_run(sim):
         print(f" {seconds(column['start']):>10} {count:5} {bar(count, most)}")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Clients that back off, with and without jitter.")
-    parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--base", type=float, default=0.005, help="the first wait, in seconds")
-    parser.add_argument("--cap", type=float, default=2.0, help="the longest wait, in seconds")
-    parser.add_argument("--seed", type=int, default=1, help="repeat the same dice")
-    parser.add_argument("--policy", choices=POLICIES, default="exponential",
-                        help="whose calls to draw over time")
-    options = parser.parse_args(argv)
-    try:
-        sim = Herd(policy=options.policy, clients=options.clients, base=options.base,
-                   cap=options.cap, seed=options.seed)
-    except ValueError as error:
-        parser.error(str(error))
-    print_run(sim)
+main = program(Herd, "Clients that back off, with and without jitter.", print_run,
+               base="the first wait, in seconds", cap="the longest wait, in seconds",
+               seed="repeat the same dice", policy="whose calls to draw over time")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from .. import course
+from ..engine import Engine, action, check
 
 tinyq = course.module("capstone/tinyq.py")
 
@@ -35,11 +36,6 @@ POLL_SECONDS = 0.5      # an idle worker asks for a job this often
 EVENTS_KEPT = 50
 HISTORY_SECONDS = 60    # how far back the picture can look
 NAMES = ("ann", "bob", "cat", "dan", "eve", "fay", "gus", "hal", "ivy", "jon", "kim", "liz")
-TASKS = {
-    "die-holding": "kill a worker while it holds a job",
-    "takeover": "see a lease expire and another worker take the job over",
-    "duplicate": "get a duplicate email",
-}
 
 
 def to_ms(seconds):
@@ -50,15 +46,6 @@ def to_ms(seconds):
 def say_seconds(ms):
     """2.0 s, 12.5 s; 2.25 s when the reader ticked finer than a tenth."""
     return f"{ms / 1000:.1f} s" if ms % 100 == 0 else f"{ms / 1000:.3f}".rstrip("0") + " s"
-
-
-def check_number(name, value, low, high, whole=False):
-    """The value, if it is a number (a whole one, if asked) from low to high."""
-    kinds = int if whole else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
-        kind = "a whole number" if whole else "a number"
-        raise ValueError(f"{name} must be {kind} from {low} to {high}, not {value!r}")
-    return value
 
 
 def address_for(number):
@@ -86,9 +73,17 @@ class Worker:
         return self.queue is not None
 
 
-class KillableQueue:
+class KillableQueue(Engine):
+    TASKS = {
+        "die-holding": "kill a worker while it holds a job",
+        "takeover": "see a lease expire and another worker take the job over",
+        "duplicate": "get a duplicate email",
+    }
+    SETTINGS = {"workers": (int, 1, 6), "lease": (float, 0.1, 600)}
+
     def __init__(self, workers=3, lease=5.0):
-        check_number("workers", workers, 1, 6, whole=True)
+        super().__init__()
+        check("workers", workers, self.SETTINGS["workers"])
         self.lease = self._checked_lease(lease)
         self.ms = 0
         self.folder = tempfile.mkdtemp(prefix="killable-queue-")
@@ -102,7 +97,6 @@ class KillableQueue:
         self.holder = {}                 # (job id, token) -> the worker that made the claim
         self.last_holder = {}            # job id -> the worker that claimed it last
         self.announced = set()           # (job id, token) of claims whose lease we said ran out
-        self.earned = set()              # task ids
         # What the picture draws, for the last HISTORY_SECONDS: each claim on
         # its worker's lane, and when workers died and were started again.
         self.claims, self.deaths, self.restarts = [], [], []
@@ -124,9 +118,10 @@ class KillableQueue:
 
     # ---- what the reader does
 
+    @action
     def enqueue(self, n=1):
         """The producer queues n welcome emails."""
-        check_number("n", n, 1, 20, whole=True)
+        check("n", n, (int, 1, 20))
         for _ in range(n):
             address = address_for(self.enqueued)
             self.enqueued += 1
@@ -134,6 +129,7 @@ class KillableQueue:
             self._log("enqueued", f"the producer queued job {job_id}: "
                                   f"a welcome email to {address}")
 
+    @action
     def kill(self, worker_index):
         """Kill worker 0, 1 or 2 at once, whatever it is doing. Returns why
         not, if it is dead already."""
@@ -153,6 +149,7 @@ class KillableQueue:
         worker.queue, worker.job, worker.phase, worker.due = None, None, "dead", None
         return None
 
+    @action
     def restart(self, worker_index):
         """Start a new worker in a dead one's place. Returns why not, if it runs."""
         worker = self._worker(worker_index)
@@ -164,6 +161,7 @@ class KillableQueue:
         self._log("restarted", f"{worker.name} was restarted: a new process that holds nothing")
         return None
 
+    @action
     def set_lease(self, seconds):
         """The lease of every claim from now on; claims made already keep theirs."""
         self.lease = self._checked_lease(seconds)
@@ -173,11 +171,13 @@ class KillableQueue:
         lease = say_seconds(to_ms(self.lease))
         self._log("lease", f"the lease is now {lease} for claims from now on")
 
+    @action
     def tick(self, seconds=0.1):
         """Move the clock on, doing everything that falls due on the way."""
-        check_number("seconds", seconds, 0.001, 600)
+        check("seconds", seconds, (float, 0.001, 600))
         self._run_until(self.ms + max(1, to_ms(seconds)))
 
+    @action
     def step(self):
         """Move the clock to the next moment something happens, and do it.
         An idle worker polling an empty queue is not something."""
@@ -193,13 +193,10 @@ class KillableQueue:
     # ---- the engine
 
     def _checked_lease(self, seconds):
-        return float(round(check_number("lease", seconds, 0.1, 600), 3))
+        return float(round(check("lease", seconds, self.SETTINGS["lease"]), 3))
 
     def _worker(self, index):
-        last = len(self.workers) - 1
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= last:
-            raise ValueError(f"no worker {index!r}: worker indexes are 0 to {last}")
-        return self.workers[index]
+        return self.workers[check("worker", index, (int, 0, len(self.workers) - 1))]
 
     def _run_until(self, target):
         """Run every due moment up to target, in time order, then stop the clock there."""
@@ -352,8 +349,7 @@ class KillableQueue:
             "jobs": self._jobs_state(),
             "outbox": [dict(email) for email in self.outbox],
             "events": list(self.events),
-            "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                      for key, text in TASKS.items()],
+            "tasks": self.tasks(),
             "history": {"seconds": HISTORY_SECONDS,
                         "claims": [dict(claim) for claim in self.claims],
                         "deaths": [dict(death) for death in self.deaths],
@@ -382,12 +378,6 @@ class KillableQueue:
             "lease_left": (round(job["locked_until"] - self.now(), 3)
                            if job["status"] == "running" else None),
         } for job in self.producer.jobs()]
-
-
-# What the page may call, through sims.api: "new" makes a KillableQueue.
-API = {"make": KillableQueue,
-       "methods": {"enqueue", "kill", "restart", "set_lease", "tick", "step", "state"},
-       "functions": {}}
 
 
 # ---- the text program: one scripted story

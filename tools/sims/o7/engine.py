@@ -22,37 +22,37 @@ Run it in a terminal, from the course's folder:
 Or drive it from Python:
     story = O7Story(); story.next(); story.state()
 """
-import argparse
 import contextlib
 import io
 
 from .. import course
+from ..engine import Engine, action, check, program
 
 BLIND_TRUST_SECONDS = 48 * 3600          # the chapter's Break It
-TASKS = {
-    "reconcile": "see a redelivery after the key window reconciled, not charged again",
-    "blind": "trust the key past its window and see a second charge",
-}
 
 
-class O7Story:
+class O7Story(Engine):
     """Operation O7 (North, invoice 7, $50.00) and a later O8: a crash after
     the provider's commit, a redelivery with the same key, a changed amount
     refused, and O8 back 26 hours later, past the provider's key window,
     reconciled (or, blind, charged again)."""
+    TASKS = {
+        "reconcile": "see a redelivery after the key window reconciled, not charged again",
+        "blind": "trust the key past its window and see a second charge",
+    }
+    SETTINGS = {"blind": (bool,)}
 
     def __init__(self, blind=False):
-        self.earned = set()
+        super().__init__()
         self.db = self.story = None
         self.reset(blind)
 
+    @action
     def reset(self, blind=None):
         """Back to before 12:00; blind, if given, says whether the worker
         trusts keys past the provider's window. What was earned stays."""
         if blind is not None:
-            if not isinstance(blind, bool):
-                raise ValueError(f"blind must be true or false, not {blind!r}")
-            self.blind = blind
+            self.blind = check("blind", blind, self.SETTINGS["blind"])
         self.close()
         self.ex09 = course.fresh("ex09_charge_worker.py")
         if self.blind:
@@ -75,6 +75,7 @@ class O7Story:
     def finished(self):
         return self.coming is None
 
+    @action
     def next(self):
         """Show the next line, and do what it says. Says why not, once the
         story is over."""
@@ -128,33 +129,22 @@ class O7Story:
                            for op_id, digest, state, charge_id in operations],
             "dead_letters": [{"id": message["id"], "inputs": dict(message["inputs"])}
                              for message in self.dead_letters],
-            "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                      for key, text in TASKS.items()],
+            "tasks": self.tasks(),
         }
-
-
-# What the page may call, through sims.api: "new" makes an O7Story.
-API = {"make": O7Story, "methods": {"next", "reset", "state"}, "functions": {}}
 
 
 # ---- the text program: the lines as ex09 prints them
 
-def print_o7(blind):
-    story = O7Story(blind=blind)
-    try:
-        while story.next() is None:
-            step = story.steps[-1]
-            print(f"{step['time']:13}{step['text']}")
-            for line in step["provider"]:
-                print(f"{'':13}{line}")
-    finally:
-        story.close()
+def print_o7(story):
+    while story.next() is None:
+        step = story.steps[-1]
+        print(f"{step['time']:13}{step['text']}")
+        for line in step["provider"]:
+            print(f"{'':13}{line}")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Chapter 10's O7, step by step.")
-    parser.add_argument("--blind", action="store_true", help="trust the provider's keys for 48 h")
-    print_o7(parser.parse_args(argv).blind)
+main = program(O7Story, "Chapter 10's O7, step by step.", print_o7,
+               blind="trust the provider's keys for 48 h")
 
 
 if __name__ == "__main__":

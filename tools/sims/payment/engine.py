@@ -52,12 +52,12 @@ Run it in a terminal:
 Or drive it from Python:
     sim = Payment(seed=1, keys="stable"); sim.run(); sim.state()
 """
-import argparse
 import contextlib
 import io
 import types
 
-from .. import course, settings
+from .. import course
+from ..engine import Engine, action, changed, checked, program
 
 tinyq = course.module("capstone/tinyq.py")
 dollars = course.module("ex07_retries.py").dollars
@@ -65,33 +65,6 @@ dollars = course.module("ex07_retries.py").dollars
 PRICE_CENTS = 1000
 LEASE_SECONDS = 30.0            # one worker, so no lease ever runs out
 KEY_MODES = ("none", "fresh", "stable")
-TASKS = {
-    "overcharge": "overcharge Alice",
-    "impossible": "make the overcharge impossible without changing the bank",
-    "dead": "get a job to the dead-letter list",
-}
-# Each setting: its kind and its range (or its choices).
-SETTINGS = {
-    "seed": (int, 0, 2**63),
-    "charges": (int, 1, 20),
-    "lost_request": (float, 0.0, 1.0),
-    "lost_reply": (float, 0.0, 1.0),
-    "attempts": (int, 1, 10),
-    "base": (float, 0.01, 60.0),
-    "cap": (float, 0.01, 3600.0),
-    "jitter": (bool,),
-    "keys": (str, *KEY_MODES),
-}
-
-
-def checked(values):
-    """The settings, if every one is of its kind and in its range, and the
-    two chances of loss together at most 1."""
-    settings.checked(SETTINGS, values)
-    if values["lost_request"] + values["lost_reply"] > 1:
-        raise ValueError("lost_request and lost_reply share one roll per request: "
-                         "together they can be at most 1")
-    return values
 
 
 def attempts_listed(numbers):
@@ -169,21 +142,51 @@ def truth(charged):
 
 # ---- the simulator
 
-class Payment:
+class Payment(Engine):
+    TASKS = {
+        "overcharge": "overcharge Alice",
+        "impossible": "make the overcharge impossible without changing the bank",
+        "dead": "get a job to the dead-letter list",
+    }
+    # Each setting: its kind and its range (or its choices).
+    SETTINGS = {
+        "seed": (int, 0, 2**63),
+        "charges": (int, 1, 20),
+        "lost_request": (float, 0.0, 1.0),
+        "lost_reply": (float, 0.0, 1.0),
+        "attempts": (int, 1, 10),
+        "base": (float, 0.01, 60.0),
+        "cap": (float, 0.01, 3600.0),
+        "jitter": (bool,),
+        "keys": (str, *KEY_MODES),
+    }
+
     def __init__(self, seed=1, charges=5, lost_request=0.3, lost_reply=0.3, attempts=5,
                  base=0.5, cap=8.0, jitter=True, keys="none"):
-        self.settings = checked({"seed": seed, "charges": charges, "lost_request": lost_request,
-                                 "lost_reply": lost_reply, "attempts": attempts, "base": base,
-                                 "cap": cap, "jitter": jitter, "keys": keys})
-        self.earned = set()
+        super().__init__()
+        self.settings = self.allowed({"seed": seed, "charges": charges,
+                                      "lost_request": lost_request, "lost_reply": lost_reply,
+                                      "attempts": attempts, "base": base, "cap": cap,
+                                      "jitter": jitter, "keys": keys})
         self.queue = self.bank = None
         self._start()
 
+    @classmethod
+    def allowed(cls, values):
+        """The settings, if every one is of its kind and in its range, and the
+        two chances of loss together at most 1."""
+        checked(cls.SETTINGS, values)
+        if values["lost_request"] + values["lost_reply"] > 1:
+            raise ValueError("lost_request and lost_reply share one roll per request: "
+                             "together they can be at most 1")
+        return values
+
+    @action
     def configure(self, **changes):
         """Change any settings (the constructor's keywords) and start again
         from the beginning, nothing tried yet: run() or step() then. What the
         reader earned stays."""
-        self.settings = checked(settings.changed(SETTINGS, self.settings, changes))
+        self.settings = self.allowed(changed(self.SETTINGS, self.settings, changes))
         self._start()
 
     def close(self):
@@ -228,11 +231,13 @@ class Payment:
 
     # ---- running
 
+    @action
     def run(self):
         """Every job to done or dead."""
         while self.step() is None:
             pass
 
+    @action
     def step(self):
         """One attempt: the next job due, waiting for it if none is due yet.
         Says why not, once every job is done or dead."""
@@ -410,14 +415,8 @@ class Payment:
             "overcharge_cents": PRICE_CENTS * sum(max(0, job["charged_times"] - 1)
                                                   for job in jobs),
             "difference": self.difference(jobs),
-            "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                      for key, text in TASKS.items()],
+            "tasks": self.tasks(),
         }
-
-
-# What the page may call, through sims.api: "new" makes a Payment.
-API = {"make": Payment, "methods": {"configure", "run", "step", "state"},
-       "functions": {}}
 
 
 # ---- the text program
@@ -443,21 +442,9 @@ def print_run(sim):
     print(state["difference"])
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Charging Alice through a flaky bank.")
-    parser.add_argument("--seed", type=int, default=1, help="repeat the same run of chances")
-    parser.add_argument("--keys", choices=KEY_MODES, default="none",
-                        help="the key each request carries")
-    parser.add_argument("--charges", type=int, default=5)
-    parser.add_argument("--attempts", type=int, default=5)
-    parser.add_argument("--no-jitter", action="store_true", help="wait each ceiling in full")
-    options = parser.parse_args(argv)
-    sim = Payment(seed=options.seed, keys=options.keys, charges=options.charges,
-                  attempts=options.attempts, jitter=not options.no_jitter)
-    try:
-        print_run(sim)
-    finally:
-        sim.close()
+main = program(Payment, "Charging Alice through a flaky bank.", print_run,
+               seed="repeat the same run of chances", keys="the key each request carries",
+               jitter="with --no-jitter, wait each ceiling in full")
 
 
 if __name__ == "__main__":

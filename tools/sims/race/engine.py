@@ -26,6 +26,7 @@ import textwrap
 from pathlib import Path
 
 from .. import course
+from ..engine import Engine, action, check
 
 ex05 = course.module("ex05_two_workers.py")
 
@@ -43,10 +44,6 @@ job_id, kind, args = job
 HANDLERS[kind](**json.loads(args))        # send_welcome_email: the email goes out
 ack(db, job_id)"""
 
-TASKS = {
-    "duplicate": "find an interleaving that sends two emails",
-    "atomic-safe": "try the same with the atomic claim",
-}
 
 
 # ---- the code panel, and the statements it shows
@@ -225,28 +222,32 @@ class RaceWorker:
         return self.next > 0 and not self.done
 
 
-class Race:
+class Race(Engine):
+    TASKS = {
+        "duplicate": "find an interleaving that sends two emails",
+        "atomic-safe": "try the same with the atomic claim",
+    }
+    SETTINGS = {"claim": (str, *CLAIMS), "jobs": (int, 1, len(ADDRESSES))}
+
     def __init__(self, claim="naive", jobs=1, *, in_memory=False):
         """in_memory: each run's database in memory instead of in a temporary
         file (shared by the run's connections): no file work, for the
         hundreds of short runs of every_interleaving."""
-        self.claim = check_claim(claim)
+        super().__init__()
+        self.claim = check("claim", claim, self.SETTINGS["claim"])
+        self.jobs = check("jobs", jobs, self.SETTINGS["jobs"])
         self.in_memory = in_memory
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= len(ADDRESSES):
-            raise ValueError(f"jobs must be a whole number from 1 to {len(ADDRESSES)}, "
-                             f"not {jobs!r}")
-        self.jobs = jobs
         self.folder = tempfile.mkdtemp(prefix="race-")
         self.runs = 0
         self.connections = []
-        self.earned = set()
         self.reset()
 
+    @action
     def reset(self, claim=None):
         """A fresh database with the jobs queued, both workers at their first
         step, and (if given) the other claim. What the reader earned stays."""
         if claim is not None:
-            self.claim = check_claim(claim)
+            self.claim = check("claim", claim, self.SETTINGS["claim"])
         self._close_connections()
         self.runs += 1
         # One for the table's view, then one for each worker.
@@ -282,11 +283,10 @@ class Race:
         for old in Path(self.folder).glob("run*.db"):
             old.unlink()
 
+    @action
     def step(self, worker):
         """Run that worker's next statement; what it did, in words."""
-        if isinstance(worker, bool) or not isinstance(worker, int) or worker not in (0, 1):
-            raise ValueError(f"worker must be 0 or 1, not {worker!r}")
-        runner = self.workers[worker]
+        runner = self.workers[check("worker", worker, (int, 0, len(WORKERS) - 1))]
         if runner.done:
             return f"{runner.name} has finished; it has nothing left to run"
         step = self.program[runner.next]
@@ -339,8 +339,7 @@ class Race:
             "log": [dict(entry) for entry in self.log],
             "result": self.result(),
             "finished": self.finished(),
-            "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                      for key, text in TASKS.items()],
+            "tasks": self.tasks(),
         }
 
     def _worker_state(self, worker):
@@ -356,11 +355,46 @@ class Race:
             "holds": worker.holds,
         }
 
+    # ---- every interleaving
 
-def check_claim(claim):
-    if claim not in CLAIMS:
-        raise ValueError(f"claim must be 'naive' or 'atomic', not {claim!r}")
-    return claim
+    @action
+    @staticmethod
+    def every_interleaving(claim, jobs=1):
+        """Run every order of the two workers' steps, each on a fresh database.
+        Each run follows a chosen prefix, then always picks the lowest worker
+        still running, noting every other choice it passed up as a prefix to run
+        later: so each schedule runs exactly once. Besides the duplicates, it
+        counts the safe orders, and those in which one worker's whole claim ran
+        before the other worker's first step ("apart")."""
+        race = Race(claim, jobs, in_memory=True)
+        # How many steps a claim takes, up to the one that marks the row.
+        claim_steps = 1 + next(index for index, step in enumerate(race.program)
+                               if step.run in (run_mark, run_claim_atomic))
+        schedules, duplicates, apart = 0, [], 0
+        to_run = [[]]
+        try:
+            while to_run:
+                schedule = to_run.pop()
+                race.reset()
+                for position in itertools.count():
+                    running = [w.index for w in race.workers if not w.done]
+                    if not running:
+                        break
+                    if position == len(schedule):
+                        to_run += [schedule + [other] for other in running[1:]]
+                        schedule.append(running[0])
+                    race.step(schedule[position])
+                schedules += 1
+                # one worker's whole claim before the other's first step
+                apart += len(set(schedule[:claim_steps])) == 1
+                if any(email["duplicate"] for email in race.outbox):
+                    duplicates.append(schedule)
+        finally:
+            race.close()
+        return {"claim": claim, "jobs": jobs, "schedules": schedules,
+                "duplicates": len(duplicates), "safe": schedules - len(duplicates),
+                "apart": apart, "claim_steps": claim_steps,
+                "example": min(duplicates, default=None)}
 
 
 def plural(count, noun):
@@ -371,49 +405,7 @@ def times(count):
     return "twice" if count == 2 else f"{count} times"
 
 
-# ---- every interleaving
-
-def every_interleaving(claim, jobs=1):
-    """Run every order of the two workers' steps, each on a fresh database.
-    Each run follows a chosen prefix, then always picks the lowest worker
-    still running, noting every other choice it passed up as a prefix to run
-    later: so each schedule runs exactly once. Besides the duplicates, it
-    counts the safe orders, and those in which one worker's whole claim ran
-    before the other worker's first step ("apart")."""
-    race = Race(claim, jobs, in_memory=True)
-    # How many steps a claim takes, up to the one that marks the row.
-    claim_steps = 1 + next(index for index, step in enumerate(race.program)
-                           if step.run in (run_mark, run_claim_atomic))
-    schedules, duplicates, apart = 0, [], 0
-    to_run = [[]]
-    try:
-        while to_run:
-            schedule = to_run.pop()
-            race.reset()
-            for position in itertools.count():
-                running = [w.index for w in race.workers if not w.done]
-                if not running:
-                    break
-                if position == len(schedule):
-                    to_run += [schedule + [other] for other in running[1:]]
-                    schedule.append(running[0])
-                race.step(schedule[position])
-            schedules += 1
-            # one worker's whole claim before the other's first step
-            apart += len(set(schedule[:claim_steps])) == 1
-            if any(email["duplicate"] for email in race.outbox):
-                duplicates.append(schedule)
-    finally:
-        race.close()
-    return {"claim": claim, "jobs": jobs, "schedules": schedules,
-            "duplicates": len(duplicates), "safe": schedules - len(duplicates),
-            "apart": apart, "claim_steps": claim_steps,
-            "example": min(duplicates, default=None)}
-
-
-# What the page may call, through sims.api: "new" makes a Race.
-API = {"make": Race, "methods": {"step", "reset", "state"},
-       "functions": {"every_interleaving": every_interleaving}}
+every_interleaving = Race.every_interleaving          # the text program's, and tests'
 
 
 # ---- the text program

@@ -28,13 +28,12 @@ Run it in a terminal:
 Or from Python:
     sim = RetryBudget(budget=True); sim.state()["recovered_at"]
 """
-import argparse
 import collections
 import functools
 import heapq
 import random
 
-from .. import settings
+from ..engine import Rerun, program
 
 ATTEMPTS = 3                     # per request, the first included (SRE book, chapter 21)
 BUDGET = 0.1                     # retries per request, at most, per client
@@ -45,19 +44,6 @@ BACKOFF_CAP = 2.0
 STALL_AT = 10.0                  # seconds into the run
 SECONDS = 60                     # the run's length
 HEALTHY = 0.9                    # recovered: at least this share of requests answered in time
-TASKS = {
-    "stuck": "without a budget, try jitter: does it bring the backend back?",
-    "back": "with a stall that keeps it down, bring it back within 15 s of the stall's end",
-    "light": "with a stall of 5 s or more, find the highest load at which it comes back "
-             "without a budget",
-}
-SETTINGS = {
-    "budget": (bool,),
-    "jitter": (bool,),
-    "load": (float, 0.1, 1.0),    # of the capacity
-    "stall": (float, 0.0, 30.0),  # seconds
-    "seed": (int, 0, 2**63),
-}
 
 
 class Client:
@@ -171,8 +157,20 @@ def recovered_at(seconds, stall):
     return None
 
 
-class RetryBudget(settings.Rerun):
-    SETTINGS = SETTINGS
+class RetryBudget(Rerun):
+    TASKS = {
+        "stuck": "without a budget, try jitter: does it bring the backend back?",
+        "back": "with a stall that keeps it down, bring it back within 15 s of the stall's end",
+        "light": "with a stall of 5 s or more, find the highest load at which it comes back "
+                 "without a budget",
+    }
+    SETTINGS = {
+        "budget": (bool,),
+        "jitter": (bool,),
+        "load": (float, 0.1, 1.0),    # of the capacity
+        "stall": (float, 0.0, 30.0),  # seconds
+        "seed": (int, 0, 2**63),
+    }
 
     def __init__(self, budget=False, jitter=False, load=0.6, stall=5.0, seed=1):
         super().__init__(budget=budget, jitter=jitter, load=load, stall=stall, seed=seed)
@@ -208,13 +206,8 @@ class RetryBudget(settings.Rerun):
             "attempts": ATTEMPTS,
             "budget_share": BUDGET,
             "amplification": [dict(row) for row in amplification_table(s["seed"])],
-            "tasks": [{"id": key, "text": text, "done": key in self.earned}
-                      for key, text in TASKS.items()],
+            "tasks": self.tasks(),
         }
-
-
-# What the page may call, through sims.api: "new" makes a RetryBudget.
-API = {"make": RetryBudget, "methods": {"configure", "state"}, "functions": {}}
 
 
 # ---- the text program
@@ -248,24 +241,17 @@ def print_recovery(state):
                              "no point: the retries keep the backend overloaded"))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Retries that multiply an outage, and a "
-                                                 "budget that stops them.")
-    parser.add_argument("--budget", action="store_true", help="retry within a 10%% budget")
-    parser.add_argument("--jitter", action="store_true", help="wait with full jitter")
-    parser.add_argument("--load", type=float, default=0.6, help="of the backend's capacity")
-    parser.add_argument("--stall", type=float, default=5.0, help="seconds the backend stalls")
-    parser.add_argument("--seed", type=int, default=1, help="repeat the same dice")
-    options = parser.parse_args(argv)
-    try:
-        sim = RetryBudget(budget=options.budget, jitter=options.jitter, load=options.load,
-                          stall=options.stall, seed=options.seed)
-    except ValueError as error:
-        parser.error(str(error))
+def print_both(sim):
     state = sim.state()
     print_amplification(state)
     print()
     print_recovery(state)
+
+
+main = program(RetryBudget, "Retries that multiply an outage, and a budget that stops them.",
+               print_both, budget="retry within a 10%% budget", jitter="wait with full jitter",
+               load="of the backend's capacity", stall="seconds the backend stalls",
+               seed="repeat the same dice")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""Exercise 4 (Chapter 4): a durable queue in SQLite and a worker.
+
+What the guide claims of ex04_durable_queue.py beyond its transcripts. Each
+test runs the file from the folder under test (code/, or a learner's WORK)
+in a fresh copy, and is graded for it.
+"""
+
+
+import pytest
+
+from tools.harness import sandbox
+from tests.helpers import Terminals, outbox, statuses
+
+pytestmark = pytest.mark.exercise("ex04_durable_queue.py")
+
+
+def test_ex04_a_job_interrupted_mid_send_stays_running_forever(terminals, folder):
+    """After Ctrl-C during a send, the job stays running and a new worker never takes it."""
+    ex04 = "ex04_durable_queue.py"
+    terminals.run(f"python3 {ex04} enqueue ann@example.com")
+    # Unwarped, the 2 s send leaves the ^C 2 s of real time to land in it (at
+    # the usual warp, 0.1 s: beside four CPU hogs, the email went out first).
+    worker = terminals.start(f"python3 {ex04} work", timewarp=1)
+    terminals.wait_for(worker, "claimed job 1")
+    terminals.stop(worker)
+    assert outbox(folder) == [] and statuses(terminals, ex04) == ["running"]
+    again = terminals.start(f"python3 {ex04} work")
+    terminals.wait_for(again, "waiting for jobs")
+    terminals.sleep(20)                       # 20 s of polling, on the shared clock
+    assert "claimed" not in terminals.stop(again)
+    assert outbox(folder) == [] and statuses(terminals, ex04) == ["running"]
+
+
+def test_ex04_a_job_is_running_while_it_is_sent_and_done_only_after(folder):
+    """Study Drill 2: while the worker sends, `list` shows its job running and
+    the outbox is empty; the job is done only once the email is out."""
+    ex04 = "ex04_durable_queue.py"
+    terminals = Terminals(folder, timewarp=1)     # the send takes 2 s of real time
+    try:
+        terminals.run(f"python3 {ex04} enqueue ann@example.com")
+        worker = terminals.start(f"python3 {ex04} work")
+        terminals.wait_for(worker, "claimed job 1")
+        assert statuses(terminals, ex04) == ["running"] and outbox(folder) == []
+        terminals.wait_for(worker, "job 1 done")
+        assert statuses(terminals, ex04) == ["done"]
+        assert outbox(folder) == ["welcome email to ann@example.com"]
+        terminals.stop(worker)
+    finally:
+        terminals.close()
+
+
+def test_ex04_without_a_command_says_how_to_use_it(folder):
+    """With no words after the file's name, ex04 ends with a line that says
+    how to use it."""
+    status, output = sandbox.run("python3 ex04_durable_queue.py", folder)
+    assert status == 1 and output == ("usage: python3 ex04_durable_queue.py "
+                                      "enqueue ADDRESS... | list | work | reset\n"), output
+
+
+def test_ex04_reset_starts_the_numbers_again(terminals, folder):
+    """After a run, reset empties the queue and the outbox, and the next job is job 1
+    again, so a learner who ran an earlier version sees the guide's job numbers."""
+    ex04 = "ex04_durable_queue.py"
+    terminals.run(f"python3 {ex04} enqueue ann@example.com bob@example.com")
+    worker = terminals.start(f"python3 {ex04} work")
+    terminals.wait_for(worker, "job 2 done")
+    terminals.stop(worker)
+    assert len(outbox(folder)) == 2
+    assert terminals.run(f"python3 {ex04} reset") == "no jobs, empty outbox\n"
+    assert outbox(folder) == [] and statuses(terminals, ex04) == []
+    assert terminals.run(f"python3 {ex04} enqueue cat@example.com") == \
+        "queued job 1: welcome_email to cat@example.com\n"

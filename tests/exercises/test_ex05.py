@@ -1,0 +1,119 @@
+"""Exercise 5 (Chapter 4): two workers, and the race a claim must not lose.
+
+What the guide claims of ex05_two_workers.py beyond its transcripts. Each
+test runs the file from the folder under test (code/, or a learner's WORK)
+in a fresh copy, and is graded for it.
+"""
+
+import collections
+import sqlite3
+import time
+
+import pytest
+
+from tests.helpers import Edit, Terminals, outbox
+
+pytestmark = pytest.mark.exercise("ex05_two_workers.py")
+
+# The guide has the reader make this exercise from a copy of the one before,
+# and shows only what changes: the two tests at the end hold both to it.
+EDIT = Edit("ex04_durable_queue.py", "ex05_two_workers.py",
+            frozenset({"import os", "DATABASE", "POLL_SECONDS", "RACE_GAP_SECONDS", "WORKER",
+                       "SCHEMA", "send_welcome_email", "claim_naive", "claim_atomic", "CLAIMS",
+                       "work", "show", "main"}),
+            frozenset({"claim"}))
+
+
+def two_workers_then_three_jobs(terminals, claim):
+    ex05 = "ex05_two_workers.py"
+    workers = [terminals.start(f"python3 {ex05} work {claim}") for _ in range(2)]
+    for worker in workers:
+        terminals.wait_for(worker, "waiting for jobs")
+    terminals.run(f"python3 {ex05} enqueue ann@example.com bob@example.com cat@example.com")
+    for worker in workers:
+        terminals.wait_for(worker, "no jobs left")
+    terminals.sleep(10)                       # time for any straggling duplicate
+    return [terminals.stop(worker) for worker in workers]
+
+
+def test_ex05_two_naive_workers_email_everyone_twice(slow_terminals, folder):
+    """With claim_naive, two workers started together send every email twice."""
+    two_workers_then_three_jobs(slow_terminals, "naive")
+    sent = [line.split(",")[0] for line in outbox(folder)]
+    assert sorted(sent) == sorted(f"welcome email to {name}@example.com"
+                                  for name in ["ann", "bob", "cat"] * 2), sent
+
+
+def test_ex05_two_atomic_workers_email_everyone_once_and_share_the_work(terminals, folder):
+    """With claim_atomic, each email goes once, and both workers send some."""
+    printed = two_workers_then_three_jobs(terminals, "atomic")
+    sent = outbox(folder)
+    assert sorted(line.split(",")[0] for line in sent) == [
+        f"welcome email to {name}@example.com" for name in ["ann", "bob", "cat"]], sent
+    senders = {line.split("sent by ")[1] for line in sent}
+    assert len(senders) == 2, sent
+    assert all("claimed job" in output for output in printed)
+
+
+def drain(terminals, folder, claim, jobs, workers, until_done, batches=1):
+    """Start `workers` idle workers, as the chapter does, then queue `jobs`
+    jobs in `batches`, each once the one before is done, and run the workers
+    until `until_done` jobs are done. Each batch wakes idle workers at the
+    same moment, which is when a claim's race strikes most."""
+    ex05 = "ex05_two_workers.py"
+    running = [terminals.start(f"python3 {ex05} work {claim}") for _ in range(workers)]
+    for worker in running:
+        terminals.wait_for(worker, "waiting for jobs")
+    db = sqlite3.connect(folder / "ex05.db")
+    try:
+        deadline = time.monotonic() + 120
+        size = jobs // batches
+        for first in range(0, jobs, size):
+            addresses = " ".join(f"user{n}@example.com" for n in range(first, first + size))
+            terminals.run(f"python3 {ex05} enqueue {addresses}")
+            while db.execute("SELECT count(*) FROM jobs WHERE status = 'done'").fetchone()[0] \
+                    < min(until_done, first + size):
+                assert time.monotonic() < deadline, "the workers stopped making progress"
+                time.sleep(0.02)
+    finally:
+        db.close()
+    for worker in running:
+        terminals.stop(worker)
+    return collections.Counter(line.split(",")[0] for line in outbox(folder))
+
+
+def test_ex05_the_atomic_claim_under_load_sends_each_email_exactly_once(folder):
+    """Four atomic workers and 500 jobs, in 10 batches: no duplicates, none lost."""
+    terminals = Terminals(folder, timewarp=200)
+    try:
+        sent = drain(terminals, folder, "atomic", jobs=500, workers=4, until_done=500,
+                     batches=10)
+    finally:
+        terminals.close()
+    assert len(sent) == 500 and set(sent.values()) == {1}
+
+
+def test_ex05_the_naive_claim_under_the_same_load_sends_duplicates(folder):
+    """Four naive workers and 500 jobs: duplicates within the first 20 jobs done."""
+    terminals = Terminals(folder, timewarp=50)      # the gap stays 6 ms of real time
+    try:
+        sent = drain(terminals, folder, "naive", jobs=500, workers=4, until_done=20)
+    finally:
+        terminals.close()
+    assert any(count > 1 for count in sent.values()), sent
+
+
+def test_the_guide_shows_exactly_the_parts_an_edited_exercise_changes():
+    """The guide includes every part that ex05_two_workers.py adds to or
+    changes in ex04_durable_queue.py, by pyobject=, and nothing else of it
+    (imports the prose names, which have no listing)."""
+    assert EDIT.shown_by_the_guide() == EDIT.shown
+
+
+def test_an_edited_exercise_differs_from_the_one_before_only_where_the_guide_says(folder):
+    """Apart from its opening comment, ex05_two_workers.py is
+    ex04_durable_queue.py with the top-level statements the guide shows added
+    or changed (each whole line counted, comments included), and those it names
+    deleted. Every other statement, and every comment between statements, is
+    the same, in the same order."""
+    EDIT.check_against(folder)

@@ -1,0 +1,164 @@
+"""Exercise 6 (Chapter 5): leases, so that a dead worker's job is taken over.
+
+What the guide claims of ex06_leases.py beyond its transcripts. Each test
+runs the file from the folder under test (code/, or a learner's WORK) in a
+fresh copy, and is graded for it.
+"""
+
+import re
+import sqlite3
+
+import pytest
+
+from tools.harness import sandbox
+from tests.helpers import Edit, Terminals, outbox, statuses
+
+pytestmark = pytest.mark.exercise("ex06_leases.py")
+
+# The guide has the reader make this exercise from a copy of the one before,
+# and shows only what changes: the two tests at the end hold both to it.
+EDIT = Edit("ex05_two_workers.py", "ex06_leases.py",
+            frozenset({"import argparse", "DATABASE", "LEASE_SECONDS", "SCHEMA", "claim",
+                       "crash", "work", "show", "main"}),
+            frozenset({"RACE_GAP_SECONDS", "claim_naive", "claim_atomic", "CLAIMS"}))
+
+
+def crash_then_recover(terminals, crash_flag):
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    crashed = terminals.run(f"python3 {ex06} work {crash_flag}")
+    assert "crashing" in crashed
+    healthy = terminals.start(f"python3 {ex06} work")
+    terminals.wait_for(healthy, "no jobs left")
+    terminals.sleep(10)
+    return terminals.stop(healthy)
+
+
+@pytest.mark.parametrize("crash, emails", [("--crash-before-send", 1),
+                                           ("--crash-after-send", 2)])
+def test_ex06_after_a_crash_a_healthy_worker_finishes_the_job(terminals, folder, crash, emails):
+    """After the lease, a healthy worker takes the job over: one email in all
+    if the crash came before the send, two if it came after."""
+    printed = crash_then_recover(terminals, crash)
+    assert "claimed job 1 (attempt 2)" in printed
+    assert [line.split(",")[0] for line in outbox(folder)] == \
+        ["welcome email to ann@example.com"] * emails
+
+
+def lease_ends(folder):
+    """{job id: locked_until} from ex06's table."""
+    db = sqlite3.connect(folder / "ex06.db")
+    try:
+        return dict(db.execute("SELECT id, locked_until FROM jobs"))
+    finally:
+        db.close()
+
+
+def test_ex06_a_live_lease_holds_the_job_until_it_runs_out(slow_terminals, folder):
+    """A claim leaves a running job alone while its lease lasts, and takes it
+    once the lease has run out (Study Drill 1: a worker crashes holding a
+    ten-second lease; a healthy worker started at once waits, then claims
+    the job as attempt 2, and Ann gets one email)."""
+    terminals = slow_terminals
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    crashed = terminals.run(f"python3 {ex06} work --lease 10 --crash-before-send")
+    assert "claimed job 1 (attempt 1), lease 10 s" in crashed, crashed
+    first_lease_ends = lease_ends(folder)[1]
+    healthy = terminals.start(f"python3 {ex06} work")
+    terminals.wait_for(healthy, "waiting for jobs")
+    terminals.sleep(5)                        # half the lease, on the shared clock
+    assert "claimed" not in healthy.output(), healthy.output()
+    assert statuses(terminals, ex06) == ["running"]
+    terminals.wait_for(healthy, "no jobs left")
+    printed = terminals.stop(healthy)
+    assert "claimed job 1 (attempt 2), lease 3 s" in printed, printed
+    # it took the job once the first lease was over, not before: its own
+    # lease, 3 s from its claim, ends 3 s or more after the first one did
+    assert lease_ends(folder)[1] - 3 >= first_lease_ends, (lease_ends(folder), first_lease_ends)
+    assert [line.split(",")[0] for line in outbox(folder)] == ["welcome email to ann@example.com"]
+
+
+def test_ex06_list_shows_the_seconds_left_of_a_live_lease(slow_terminals):
+    """Study Drill 1: after a crash with a ten-second lease, `list` shows the
+    job running with the seconds left of its lease (not EXPIRED), fewer as
+    time passes, and EXPIRED once the ten seconds are over."""
+    terminals = slow_terminals
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    crashed = terminals.run(f"python3 {ex06} work --lease 10 --crash-before-send")
+    assert "crashing before sending" in crashed, crashed
+
+    def lease_column():
+        listing = terminals.run(f"python3 {ex06} list")
+        rows = listing.splitlines()[1:]
+        assert len(rows) == 1 and rows[0].split()[1] == "running", listing
+        return rows[0], re.findall(r"([\d.]+) s left", rows[0])
+
+    row, left = lease_column()
+    assert "EXPIRED" not in row and len(left) == 1, row
+    first = float(left[0])
+    assert 5 < first <= 10, row                   # the lease the worker took, nearly all left
+    terminals.sleep(4)
+    row, left = lease_column()
+    assert len(left) == 1 and 4 <= first - float(left[0]) < 6, (first, row)
+    terminals.sleep(7)
+    row, left = lease_column()
+    assert "EXPIRED" in row and not left, row
+
+
+def test_ex06_work_help_is_written_by_argparse(folder):
+    """Study Drill 2: `work --help` prints argparse's help (a usage line, the
+    commands and every option of `work`) and exits at once, running nothing."""
+    try:
+        status, output = sandbox.run("python3 ex06_leases.py work --help", folder,
+                                     timeout=min(20, sandbox.COMMAND_TIMEOUT))
+    except sandbox.TranscriptError as error:
+        pytest.fail(f"`work --help` did not print its help and exit: {error}")
+    assert status == 0, output
+    assert output.startswith("usage: ex06_leases.py"), output
+    assert "{enqueue,list,work,reset}" in output, output
+    for option in ("--lease", "--crash-before-send", "--crash-after-send", "-h, --help"):
+        assert option in output, (option, output)
+    assert "waiting for jobs" not in output and not (folder / "ex06.db").exists(), output
+
+
+def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(folder):
+    """Two healthy workers, a 1 s lease, 2 s of work: two emails, no crash."""
+    ex06 = "ex06_leases.py"
+    # Both workers wait before the job exists, so neither's start-up time
+    # matters: one claims it at once, the other when the lease runs out, a
+    # whole second (0.2 s at this warp) before the first is done.
+    terminals = Terminals(folder, timewarp=5)
+    try:
+        first, second = [terminals.start(f"python3 {ex06} work --lease 1") for _ in range(2)]
+        for worker in (first, second):
+            terminals.wait_for(worker, "waiting for jobs")
+        terminals.run(f"python3 {ex06} enqueue ann@example.com")
+        for worker in (first, second):
+            terminals.wait_for(worker, "no jobs left")
+        printed = [terminals.stop(worker) for worker in (first, second)]
+    finally:
+        terminals.close()
+    assert sorted(re.findall(r"claimed job 1 \(attempt \d\)", "".join(printed))) == \
+        ["claimed job 1 (attempt 1)", "claimed job 1 (attempt 2)"]
+    assert not any("crashing" in output for output in printed)
+    assert [worker.popen.returncode for worker in (first, second)] == [0, 0]
+    assert [line.split(",")[0] for line in outbox(folder)] == \
+        ["welcome email to ann@example.com"] * 2
+
+
+def test_the_guide_shows_exactly_the_parts_an_edited_exercise_changes():
+    """The guide includes every part that ex06_leases.py adds to or changes in
+    ex05_two_workers.py, by pyobject=, and nothing else of it (imports the
+    prose names, which have no listing)."""
+    assert EDIT.shown_by_the_guide() == EDIT.shown
+
+
+def test_an_edited_exercise_differs_from_the_one_before_only_where_the_guide_says(folder):
+    """Apart from its opening comment, ex06_leases.py is ex05_two_workers.py
+    with the top-level statements the guide shows added or changed (each whole
+    line counted, comments included), and those it names deleted. Every other
+    statement, and every comment between statements, is the same, in the same
+    order."""
+    EDIT.check_against(folder)

@@ -1,0 +1,163 @@
+"""Exercise 7 (Chapter 6): retries with backoff and jitter, and dead letters.
+
+What the guide claims of ex07_retries.py beyond its transcripts. Each test
+runs the file from the folder under test (code/, or a learner's WORK) in a
+fresh copy, and is graded for it.
+"""
+
+import collections
+import re
+
+import pytest
+
+from tools.harness import sandbox
+from tests.helpers import SEEDS, attempts_by_job, overcharge_cents, run_script, runs_by_seed
+
+pytestmark = pytest.mark.exercise("ex07_retries.py")
+
+
+def test_ex07_alice_loses_ten_dollars_per_lost_reply_and_nothing_per_lost_request(folder):
+    """Across 50 seeds, what Alice pays beyond what she owes is $10 per
+    TimeoutError (a charge whose reply was lost); ConnectionErrors cost nothing."""
+    runs = runs_by_seed(folder, "ex07_retries.py")
+    assert sorted(runs) == list(SEEDS)
+    for seed, (work, report) in runs.items():
+        timeouts = work.count("TimeoutError")
+        assert overcharge_cents(report) == 1000 * timeouts, (seed, work, report)
+    # the lost requests really happened, often, and cost nothing: runs with as
+    # many lost replies and a different number of lost requests pay the same
+    assert sum(work.count("ConnectionError") for work, _ in runs.values()) > 50
+    requests = collections.defaultdict(set)
+    for work, _ in runs.values():
+        requests[work.count("TimeoutError")].add(work.count("ConnectionError"))
+    assert any(len(counts) > 1 for counts in requests.values())
+
+
+def test_ex07_without_lost_replies_every_balance_is_right(folder):
+    """The drill: with LOST_REPLY = 0, Alice pays exactly what she owes, whatever the seed."""
+    sandbox.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
+    for seed, (work, report) in runs_by_seed(folder, "ex07_retries.py").items():
+        assert "TimeoutError" not in work and overcharge_cents(report) == 0, (seed, report)
+
+
+def test_ex07_with_two_attempts_jobs_die_with_their_last_error(folder):
+    """The Break It: with MAX_ATTEMPTS = 2, some jobs end dead, each showing its
+    last error; some of them were charged, and for some of those the last
+    error is a ConnectionError (an earlier attempt timed out)."""
+    sandbox.apply_edit(folder, "ex07_retries.py", "MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2")
+    runs = runs_by_seed(folder, "ex07_retries.py")
+    dead_runs = charged_and_dead = hidden = 0
+    for seed, (work, report) in runs.items():
+        died = re.findall(r"^job (\d+), attempt 2: .*(ConnectionError|TimeoutError): .*; "
+                          r"dead, giving up$", work, re.M)
+        shown = re.findall(r"^  job (\d+) is dead; its last error: (\w+):", report, re.M)
+        assert sorted(died) == sorted(shown), (seed, work, report)
+        assert f"{len(died)} dead" in report
+        dead_runs += bool(died)
+        for job, _ in died:
+            tried = [outcome for j, _, outcome in attempts_by_job(work) if j == int(job)]
+            charged_and_dead += "TimeoutError" in tried
+            hidden += tried == ["TimeoutError", "ConnectionError"]
+    assert dead_runs > 10
+    # the Break It asks the reader to find a dead job that was charged although
+    # its last error says the request was lost: there are some
+    assert charged_and_dead > hidden > 0
+
+
+# The changes of policy the chapter asks for: Drill 3 and the Break It.
+POLICY_CHANGES = [("BACKOFF_CAP = 8.0", "BACKOFF_CAP = 1"),
+                  ("MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2")]
+
+
+def test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone(folder):
+    """For every seed from 1 to 50, with BACKOFF_CAP = 1 (Drill 3) or
+    MAX_ATTEMPTS = 2 (Break It), each attempt of each job meets the same luck
+    as with the policy as written: the same lost requests, the same lost
+    replies, the same approvals, even where the new waits change the order
+    in which the jobs reach the bank."""
+    before = {seed: attempts_by_job(work)
+              for seed, (work, _) in runs_by_seed(folder, "ex07_retries.py").items()}
+    reordered = 0
+    for old, new in POLICY_CHANGES:
+        sandbox.apply_edit(folder, "ex07_retries.py", old, new)
+        after = runs_by_seed(folder, "ex07_retries.py")
+        sandbox.apply_edit(folder, "ex07_retries.py", new, old)
+        assert sorted(after) == sorted(before) == list(SEEDS)
+        for seed, (work, _) in after.items():
+            luck = {(job, attempt): outcome for job, attempt, outcome in before[seed]}
+            tried = attempts_by_job(work)
+            assert tried, (new, seed, work)
+            for job, attempt, outcome in tried:
+                if (job, attempt) in luck:
+                    assert outcome == luck[job, attempt], (new, seed, job, attempt, work)
+            both = luck.keys() & {(job, attempt) for job, attempt, _ in tried}
+            reordered += ([(job, attempt) for job, attempt, _ in before[seed]
+                           if (job, attempt) in both] !=
+                          [(job, attempt) for job, attempt, _ in tried if (job, attempt) in both])
+    # the case that matters happens: new waits send the same attempts in another order
+    assert reordered > 0
+
+
+def test_ex07_each_wait_is_the_attempts_own_fraction_of_its_ceiling(folder):
+    """Each wait is a random fraction of its ceiling (base 0.5 s, doubling,
+    cap 8 s), from anywhere in it, and like the network's luck it belongs to
+    the attempt: with LOST_REPLY = 0 (Drill 2), for every seed, an attempt
+    that is retried in both runs waits the same fraction of its ceiling."""
+    def fractions(work):
+        return {(int(job), int(attempt)): float(wait) / min(8.0, 0.5 * 2 ** (int(attempt) - 1))
+                for job, attempt, wait in re.findall(
+                    r"^job (\d+), attempt (\d+): .*; retry in ([\d.]+) s$", work, re.M)}
+
+    before = runs_by_seed(folder, "ex07_retries.py")
+    every = [fraction for work, _ in before.values() for fraction in fractions(work).values()]
+    assert all(0 <= fraction <= 1 for fraction in every)
+    assert min(every) < 0.05 and max(every) > 0.95
+    sandbox.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
+    after = runs_by_seed(folder, "ex07_retries.py")
+    compared = 0
+    for seed in SEEDS:
+        old, new = fractions(before[seed][0]), fractions(after[seed][0])
+        for tried in old.keys() & new.keys():
+            # the log rounds each wait to 0.01 s; a fraction of a 0.5 s ceiling to 0.02
+            assert abs(old[tried] - new[tried]) <= 0.0201, (seed, tried, before[seed][0],
+                                                            after[seed][0])
+            compared += 1
+    assert compared > 100
+
+
+def test_ex07_without_a_seed_each_run_has_new_luck(folder):
+    """Drill 1: without --seed, runs differ, both in what the network loses and
+    in how long the worker waits."""
+    logs = []
+    for _ in range(4):
+        status, output = sandbox.run("python3 ex07_retries.py setup && "
+                                     "python3 ex07_retries.py work", folder, timewarp=1000)
+        assert status == 0, output
+        logs.append(output)
+    assert len({tuple(attempts_by_job(log)) for log in logs}) > 1, logs
+    assert len({tuple(re.findall(r"retry in ([\d.]+) s", log)) for log in logs}) > 1, logs
+
+
+def test_ex07_backoff_is_a_pure_function_of_the_attempt_and_a_fraction(folder):
+    """backoff(attempt, fraction) is that fraction (0 to 1) of a ceiling that
+    doubles from BACKOFF_BASE up to BACKOFF_CAP. The caller draws the
+    fraction: the same arguments give the same wait, and backoff rolls no
+    dice: neither the module's one set, nor the random module's."""
+    status, output = run_script(folder, """
+import random
+import ex07_retries as ex
+dice = [value for value in vars(ex).values() if isinstance(value, random.Random)]
+def states():
+    return [d.getstate() for d in dice], random.getstate()
+before = states()
+print(ex.BACKOFF_BASE, ex.BACKOFF_CAP, [ex.backoff(n, 1.0) for n in range(1, 9)])
+print([ex.backoff(n, 0.25) for n in range(1, 9)])
+print(ex.backoff(3, 0.0), ex.backoff(4, 0.3) == ex.backoff(4, 0.3))
+print(len(dice), states() == before)
+""")
+    assert status == 0, output
+    assert output.splitlines() == [
+        "0.5 8.0 [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0, 8.0]",
+        "[0.125, 0.25, 0.5, 1.0, 2.0, 2.0, 2.0, 2.0]",
+        "0.0 True",
+        "1 True"]
