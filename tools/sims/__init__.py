@@ -6,8 +6,8 @@ engine.py), its view (view.js: what the page draws) with its styles
 (view.css), and its tests (test_engine.py; test_page.py, with the moves
 the shared page tests make). Its name, as the guide's
 `::: {.sim name="..."}` and the page spell it, is its folder's with
-hyphens for underscores: folder killable_queue is "killable-queue". Beside the folders is what they share:
-engine.py, the contract every engine keeps; api.py, the one function the
+hyphens for underscores: folder killable_queue is "killable-queue".
+Beside the folders is what they share: engine.py, the contract every engine keeps; api.py, the one function the
 page calls (through Pyodide); the page's own modules (sims.js,
 runtime.js, worker.mjs, dom.js, picture.js); and package.py, which lays
 them out in the site.
