@@ -1,10 +1,11 @@
-"""Fixtures shared by the tests: the site, built once per run (by the first
-xdist worker that needs it) and served locally; a private PostgreSQL server
-and a new database on it for each test that asks; the simulations' instances,
-and the engines a test opens, closed after each test; for a test of a
-learner's file, a fresh copy of the folder under test, terminals on a shared
-clock, and Exercise 9 as a module with its given practice world; the harness
-tests' demo programs; the count of classic mistakes graded, printed at the end."""
+"""Fixtures shared by the tests: the site, built once per test process, and
+its pages served locally to Chromium (a page that watches for errors); a
+private PostgreSQL server and a new database on it for each test that asks;
+the simulations' instances, and the engines a test opens, closed after each
+test; for a test of a learner's file, a fresh copy of the folder under test,
+terminals on a shared clock, and Exercise 9 as a module with its given
+practice world; the harness tests' demo programs; the count of classic
+mistakes graded, printed at the end."""
 import contextlib
 import functools
 import http.server
@@ -14,10 +15,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from tools.harness import postgres
+from tests.browser import CHROMIUM
 from tests.harness.demo import demo_programs
 from tests.helpers import (SLOW_TIMEWARP, Terminals, fresh_copy, import_learner_file,
                            new_database, require)
@@ -27,22 +30,33 @@ from tools.sims import api, course
 ROOT = Path(__file__).resolve().parent
 
 
-@pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """The site, built once from guide.md and code/ into a temporary folder."""
-    out = tmp_path_factory.mktemp("build") / "site"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build.py"), "--out", str(out)],
-                            capture_output=True, text=True)
+def build(out, *options):
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build.py"), "--out", str(out),
+                             *options], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"built \d+ pages, [\d,]+ bytes in [\d.]+ s -> \S+\n", result.stdout)
     return out
 
 
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    """The whole site, EPUB and PDF too, built from guide.md and code/ into a
+    temporary folder."""
+    return build(tmp_path_factory.mktemp("build") / "site")
+
+
+@pytest.fixture(scope="session")
+def site_pages(tmp_path_factory):
+    """The site without its EPUB and PDF, which only tests/test_build.py
+    reads: what the browser is served, built in a few seconds."""
+    return build(tmp_path_factory.mktemp("build") / "site", "--no-extras")
+
+
 # The files whose tests take longest, longest first. They start first, so
 # that with -n the last tests to start are short ones and the workers finish
 # together; a file not named here keeps its place after them.
-SLOWEST_FIRST = ["test_grading.py", "test_browser.py", "test_pace.py", "test_chaos.py",
-                 "test_shop.py"]
+SLOWEST_FIRST = ["test_grading.py", "test_pages.py", "test_page.py", "test_page_runtime.py",
+                 "test_pace.py", "test_chaos.py", "test_shop.py"]
 
 
 def pytest_collection_modifyitems(items):
@@ -58,15 +72,46 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="session")
-def site_url(site):
+def site_url(site_pages):
     """The built site, served over HTTP on a free localhost port."""
-    handler = functools.partial(QuietHandler, directory=str(site))
+    handler = functools.partial(QuietHandler, directory=str(site_pages))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not CHROMIUM.exists():
+        pytest.fail("Chromium is missing: `apt-get install chromium` "
+                    "(make check installs it when it runs as root)")
+    # Playwright's own browser cannot be downloaded here; this machine's
+    # closed network also refuses Chromium's background connections.
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM),
+            "args": ["--disable-background-networking", "--disable-component-update",
+                     "--no-first-run", "--disable-sync"]}
+
+
+@pytest.fixture
+def watched(page, site_url):
+    """A page whose console errors and off-site requests are collected."""
+    problems = []
+    page.on("console", lambda message: message.type == "error"
+            and problems.append(f"console: {message.text}"))
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+
+    def only_localhost(route):
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            problems.append(f"request off localhost: {route.request.url}")
+            route.abort()
+    page.route("**/*", only_localhost)
+    page.problems = problems
+    return page
 
 
 @pytest.fixture

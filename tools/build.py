@@ -12,7 +12,6 @@ previous site as it was. Problems in guide.md are reported as
 guide.md:LINE: message, with exit status 1.
 """
 import argparse
-import hashlib
 import importlib.util
 import json
 import os
@@ -22,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,15 +32,6 @@ VENV = ROOT / ".venv"
 # it runs in the right place.
 NEEDS = ("jinja2", "pypandoc", "typst", "tools")
 TOOLS = ROOT / "tools"
-PYODIDE = ROOT / "node_modules" / "pyodide"
-# What the browser needs of Pyodide: the loader, the interpreter, its standard
-# library, the package index it reads at boot, and the licence.
-PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
-                 "pyodide-lock.json", "package.json"]
-SIMS = TOOLS / "sims"               # the simulations: one folder each, and what they share
-# The simulations' standard library, trimmed and precompiled by Pyodide under
-# Node (tools/sims/stdlib.py), is kept here between builds, by its inputs.
-STDLIB_CACHE = ROOT / "node_modules" / ".cache" / "course-stdlib"
 PANDOC_VERSION = "3.9"
 HIGHLIGHT_STYLE = "haddock"        # passes axe's contrast check (see notes)
 
@@ -91,6 +80,8 @@ if __name__ == "__main__":
 
 from tools import sims  # noqa: E402  (after the restart above)
 from tools.guide import SIM_MOUNT, GuideError, expand  # noqa: E402
+from tools.sims.package import (PackagingError, copy_pyodide, copy_sim_pages,  # noqa: E402
+                                make_stdlib, python_download, write_sim_archive)
 
 
 def main(argv=None):
@@ -120,7 +111,7 @@ def main(argv=None):
             for extra in extras:
                 shutil.move(extra.result(), staging)
             swap_in(staging, args.out)
-    except (GuideError, BuildError) as error:
+    except (GuideError, BuildError, PackagingError) as error:
         print(f"build failed: {error}", file=sys.stderr)
         return 1
     pages = sum(1 for _ in args.out.glob("*.html"))
@@ -203,17 +194,6 @@ def line_of(text, needle):
     return 1
 
 
-def python_download(staging):
-    """What starting a simulation downloads, in bytes, for the Start control
-    and the progress bar: Pyodide (all but its licence, and its standard
-    library, which only a module missing from ours fetches) and the course's
-    code and standard library."""
-    files = [staging / "pyodide" / name for name in PYODIDE_FILES
-             if name not in ("package.json", "python_stdlib.zip")]
-    files += [staging / "static" / "sims" / name for name in ("course.zip", "stdlib.zip")]
-    return sum(file.stat().st_size for file in files)
-
-
 def write_pages(book, staging, download):
     import jinja2
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TOOLS / "templates"),
@@ -270,83 +250,6 @@ def copy_given(folder):
 
 def copy_static(staging):
     shutil.copytree(TOOLS / "static", staging / "static")
-
-
-def copy_sim_pages(folder):
-    """The simulations' page code, laid out as in tools/sims/: the shared
-    modules at the top, each view in its simulation's folder."""
-    for source in sorted(SIMS.rglob("*")):
-        if source.suffix in (".js", ".mjs"):
-            target = folder / source.relative_to(SIMS)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
-
-
-def copy_pyodide(folder):
-    """Pyodide, from the npm package, so the site needs no CDN. Hard links
-    when they can be made: the interpreter is 13 MB."""
-    missing = [name for name in PYODIDE_FILES if not (PYODIDE / name).is_file()]
-    if missing:
-        raise BuildError(f"{display(PYODIDE)} lacks {', '.join(missing)}: "
-                         "run `npm ci` (make site does) to install Pyodide")
-    folder.mkdir()
-    for name in PYODIDE_FILES:
-        try:
-            (folder / name).hardlink_to(PYODIDE / name)
-        except OSError:
-            shutil.copy2(PYODIDE / name, folder / name)
-
-
-def make_stdlib():
-    """The path of the simulations' standard library: Pyodide's, trimmed to
-    what they import and precompiled (tools/sims/stdlib.py), made by
-    tools/stdlib.mjs unless a build has made it from the same inputs."""
-    inputs = hashlib.sha256()
-    sources = [PYODIDE / "python_stdlib.zip", PYODIDE / "package.json", TOOLS / "stdlib.mjs",
-               *sorted(file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-                       if shipped(file))]
-    for source in sources:
-        inputs.update(source.relative_to(ROOT).as_posix().encode() + b"\0" + source.read_bytes())
-    made = STDLIB_CACHE / f"{inputs.hexdigest()[:16]}.zip"
-    if made.is_file():
-        return made
-    node = shutil.which("node")
-    if node is None:
-        raise BuildError("node is missing: install Node.js 18 or later (it comes with npm, "
-                         "which installs Pyodide)")
-    STDLIB_CACHE.mkdir(parents=True, exist_ok=True)
-    partial = made.with_suffix(f".{os.getpid()}.partial")
-    try:
-        run([node, str(TOOLS / "stdlib.mjs"), str(partial)])
-        partial.chmod(0o644)         # Pyodide's files are written for everyone
-        partial.replace(made)        # whole or not at all, even with two builds at once
-    finally:
-        partial.unlink(missing_ok=True)
-    for old in sorted(STDLIB_CACHE.glob("*.zip"), key=lambda file: file.stat().st_mtime)[:-10]:
-        old.unlink(missing_ok=True)  # the ten newest are enough to go back and forth
-    return made
-
-
-def shipped(file):
-    """Whether a .py file goes to the browser: not a compiled copy, and not
-    a test (the simulations' tests sit in their folders)."""
-    return "__pycache__" not in file.parts and not file.name.startswith("test_")
-
-
-def write_sim_archive(path):
-    """The simulations' Python and the course code they drive, as one zip
-    unpacked in the browser. Laid out as in the repository (tools/sims/,
-    code/), so an engine finds code/ where it does here. Fixed timestamps,
-    so the same sources always give the same bytes."""
-    files = sorted([TOOLS / "__init__.py"] + [
-        file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-        if shipped(file)])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for source in files:
-            archive.writestr(zipfile.ZipInfo(source.relative_to(ROOT).as_posix(),
-                                             date_time=(2026, 1, 1, 0, 0, 0)),
-                             source.read_bytes())
 
 
 def make_epub(pandoc, markdown, tmp):

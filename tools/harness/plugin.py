@@ -18,6 +18,7 @@ the root, only to plugins and to a conftest.py above it.
 """
 
 from collections import defaultdict
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,8 @@ GRADED = {"guide.md", *GRADED_TESTS}
 
 def pytest_addoption(parser):
     parser.addini("run_together", type="linelist",
-                  help="test files whose tests run one after another in one xdist worker")
+                  help="patterns of test files (from the root) whose tests all run one "
+                       "after another in one xdist worker: the browser tests")
     parser.addoption("--work", metavar="FOLDER",
                      help="check a learner's exercise files in FOLDER instead of code/ "
                           "(runs only the tests that use them)")
@@ -122,6 +124,7 @@ pytest_collect_file = Sybil(
 
 
 def pytest_collection_modifyitems(config, items):
+    refuse_browser_tests_run_apart(config, items)
     # A block's exercise is known from its commands; mark it like a claims test.
     for item in items:
         block = getattr(getattr(item, "example", None), "parsed", None)
@@ -147,12 +150,32 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if exercise_marked(item) in only]
 
 
+BROWSER_FIXTURES = {"page", "browser", "context"}     # pytest-playwright's
+
+
+def runs_together(config, path):
+    """Whether a test file (its path from the root) matches `run_together`."""
+    return any(fnmatch(path, pattern) for pattern in config.getini("run_together"))
+
+
+def refuse_browser_tests_run_apart(config, items):
+    """A test that opens Chromium in a file `run_together` does not match
+    would run beside the others, with a second Chromium booting Python at
+    the same time: say so rather than let it flake."""
+    for item in items:
+        path = item.nodeid.partition("::")[0]
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())) \
+                and not runs_together(config, path):
+            raise pytest.UsageError(f"{path} opens a browser page, but no pattern of "
+                                    "run_together in pytest.ini matches it")
+
+
 # With -n (pytest-xdist), a console session's blocks must run in one worker,
 # in order. xdist's `--dist loadgroup` would do it, but with pytest 9 it no
 # longer groups anything (pytest-xdist issue 1386), so this scheduler does:
-# each session is one unit of work, and so is each test file named in the
-# ini option `run_together`; every other test is a unit of its own. Units
-# are sent in the order of collection.
+# each session is one unit of work, and so are all the tests of the files
+# the ini option `run_together` matches, together; every other test is a
+# unit of its own. Units are sent in the order of collection.
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") not in ("load", "loadgroup"):
@@ -161,14 +184,13 @@ def pytest_xdist_make_scheduler(config, log):
 
     session_of = {f"guide.md::line:{block.line},column:1": block.attributes["session"]
                   for block in guide.read_guide(GUIDE) if block.attributes.get("session")}
-    together = set(config.getini("run_together"))
 
     class BySession(LoadScopeScheduling):
         def _split_scope(self, nodeid):
             if nodeid in session_of:
                 return "session " + session_of[nodeid]
             path = nodeid.partition("::")[0]
-            return path if path in together else nodeid
+            return "run together" if runs_together(config, path) else nodeid
 
     config.option.loadscopereorder = False
     return BySession(config, log)

@@ -6,7 +6,7 @@
 // Start is quick.
 
 import { call, ready, stop, watchDownload } from "./runtime.js";
-import { el } from "./dom.js";
+import { el, taskList, whenWidthChanges } from "./dom.js";
 
 const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
 // What starting Python downloads, in bytes, as the build measured it.
@@ -14,13 +14,33 @@ const DOWNLOAD_BYTES = Number(document.querySelector('meta[name="sims-download"]
 const megabytes = (bytes) => `${(bytes / 1e6).toFixed(1)} MB`;
 const DOWNLOAD = megabytes(DOWNLOAD_BYTES);
 
-// A simulation's view is the default export of view.js in its folder: the
-// folder is the name with underscores for hyphens ("killable-queue" is
-// killable_queue/view.js). Fetched as the page loads, used on Start.
+// Where tools/blocks.lua leaves each simulation: <div class="sim-mount" data-sim=NAME>.
+const MOUNTS = ".sim-mount[data-sim]";
+
+// A simulation's folder is its name with underscores for hyphens
+// ("killable-queue" is killable_queue/), as tools/sims/__init__.py has it.
+const folderOf = (name) => name.replaceAll("-", "_");
+
+// A simulation's view is the default export of view.js in its folder, and
+// its styles are view.css beside it. Both are fetched as the page loads and
+// used on Start, which waits for both: a view measures what it draws.
 function loadView(name) {
-  const loading = import(`./${name.replaceAll("-", "_")}/view.js`).then((module) => module.default);
+  const folder = new URL(`./${folderOf(name)}/`, import.meta.url);
+  const loading = Promise.all([import(new URL("view.js", folder).href),
+    styles(new URL("view.css", folder).href)]).then(([module]) => module.default);
   loading.catch(() => {});     // a failure is reported when the reader starts it
   return loading;
+}
+
+const sheets = new Map();      // each stylesheet once, however many of its sims a page has
+function styles(href) {
+  if (!sheets.has(href)) {
+    sheets.set(href, new Promise((loaded, failed) => {
+      document.head.append(el("link", { rel: "stylesheet", href, onload: loaded,
+        onerror: () => failed(new Error(`${href} did not load`)) }));
+    }));
+  }
+  return sheets.get(href);
 }
 
 function mount(element, number) {
@@ -38,6 +58,10 @@ function mount(element, number) {
   element.dataset.state = "idle";
   element.dataset.busy = "false";
   let view = null;
+  // The tasks the engine reports, ticked when earned: the view places them.
+  const taskBox = el("div");
+  const tasks = el("section", {}, el("h3", {}, "Try to"), taskBox);
+  let drawn = null;            // the state drawn last, to draw again at a new width
   // Calls go to Python one at a time, in the order they were made: a click
   // made while another call is in flight waits its turn instead of being lost.
   // data-busy says whether any is still waiting or in flight.
@@ -71,8 +95,10 @@ function mount(element, number) {
   // `newest`: no call waits behind this state's, so it is what the controls
   // say now; an older one may not be, and a view leaves its controls alone.
   function draw(state) {
+    drawn = state;
     view.draw(state, { newest: waiting <= 1 });
     if (state.tasks) {
+      taskBox.replaceChildren(taskList(state.tasks));
       guide(state.tasks);
     }
   }
@@ -131,26 +157,15 @@ function mount(element, number) {
     start.hidden = true;
     size.hidden = true;
     setState("loading", `Starting Python in your browser (${DOWNLOAD})…`);
-    // The download so far as a bar, and in megabytes and seconds waited for
-    // the eyes only: a status read out every second would drown whatever else
-    // a screen reader says (the bar can be asked for its value).
-    const began = performance.now();
-    const bar = el("progress", { max: String(DOWNLOAD_BYTES), value: "0",
-      "aria-label": "Python downloaded" });
-    const sofar = el("span", { "aria-hidden": "true" });
-    const waited = el("span", { class: "sim-waited" }, bar, sofar);
-    status.after(waited);
-    let bytes = 0;
-    const show = () => {
-      bar.value = Math.min(bytes, DOWNLOAD_BYTES);
-      sofar.textContent = ` ${(bytes / 1e6).toFixed(1)} of ${DOWNLOAD} · ` +
-        `${Math.round((performance.now() - began) / 1000)} s`;
-    };
-    const unwatch = watchDownload((received) => { bytes = received; show(); });
-    const counting = setInterval(show, 1000);
+    const progressShown = showProgress(status);
     body.replaceChildren();
     try {
-      view = (await sim)(body, { act, announce });
+      view = (await sim)(body, { act, announce, tasks });
+      drawn = null;
+      if (view.resized) {       // a picture drawn to fit one width, redrawn at the next
+        const { box, redraw } = view.resized;
+        whenWidthChanges(box, () => drawn && redraw(drawn));
+      }
       const answer = await call({ sim: name, instance, method: "new", args: [view.options || {}] });
       if (!answer.ok) {
         throw new Error(answer.error);
@@ -168,11 +183,35 @@ function mount(element, number) {
     } catch (error) {
       failed(error);
     } finally {
-      clearInterval(counting);
-      unwatch();
-      waited.remove();
+      progressShown();
     }
   });
+}
+
+// The download so far as a bar after `status`, and in megabytes and seconds
+// waited for the eyes only: a status read out every second would drown
+// whatever else a screen reader says (the bar can be asked for its value).
+// Returns what takes them away.
+function showProgress(status) {
+  const began = performance.now();
+  const bar = el("progress", { max: String(DOWNLOAD_BYTES), value: "0",
+    "aria-label": "Python downloaded" });
+  const sofar = el("span", { "aria-hidden": "true" });
+  const waited = el("span", { class: "sim-waited" }, bar, sofar);
+  status.after(waited);
+  let bytes = 0;
+  const show = () => {
+    bar.value = Math.min(bytes, DOWNLOAD_BYTES);
+    sofar.textContent = ` ${(bytes / 1e6).toFixed(1)} of ${DOWNLOAD} · ` +
+      `${Math.round((performance.now() - began) / 1000)} s`;
+  };
+  const unwatch = watchDownload((received) => { bytes = received; show(); });
+  const counting = setInterval(show, 1000);
+  return () => {
+    clearInterval(counting);
+    unwatch();
+    waited.remove();
+  };
 }
 
 // Python starts loading once any simulation is within a screen of the view,
@@ -191,6 +230,6 @@ function warmUp(mounts) {
   mounts.forEach((element) => near.observe(element));
 }
 
-const mounts = [...document.querySelectorAll(".sim-mount[data-sim]")];
+const mounts = [...document.querySelectorAll(MOUNTS)];
 mounts.forEach(mount);
 warmUp(mounts);

@@ -1,8 +1,8 @@
 """tools/sims/stdlib.py's finder of last resort, under this machine's Python:
 a module the trimmed standard library lacks is found in the whole one,
 which is fetched once, and only for a module the whole one has. (That the
-simulations never need it is test_browser's
-test_no_simulation_needs_more_than_the_trimmed_standard_library.)"""
+simulations never need it is tools/sims/test_pages.py's
+test_started_from_the_keyboard_it_takes_the_focus_and_needs_only_the_trimmed_stdlib.)"""
 import importlib
 import sys
 import zipfile

@@ -5,7 +5,8 @@
 // with a crash marker the reader drags or moves with the keys: each move
 // runs the crash chosen, and the outcome redraws at once.
 
-import { el, player, scrolling, sideways, svg, taskList } from "../dom.js";
+import { el, player, scrolling, sideways, svg } from "../dom.js";
+import { CHAR, wrap } from "../picture.js";
 
 const STEP_MS = 600;
 const MARKS = { "exactly once": "✓", duplicate: "⚠", lost: "✗", "n/a": "–" };
@@ -37,7 +38,6 @@ function momentSaid(point) {
 
 const LINE_Y = 62;               // the line of the job's life
 const PAD = 44;                  // room for a label at either end
-const CHAR = 7.4;                // about one character of the picture's 12 px mono
 const LABEL_Y = LINE_Y + 28;     // a station's label, its first line
 const LEADING = 14;              // and each line after it
 const MARKER_WIDTH = 64;
@@ -60,20 +60,6 @@ function outcomeShape(outcome, x, y, r) {
   return svg("g", { class: "ct-one" },
     svg("circle", { cx: x, cy: y, r }),
     svg("path", { d: `M${x - r * 0.45} ${y}l${r * 0.3} ${r * 0.4}l${r * 0.6} -${r * 0.8}` }));
-}
-
-// A label broken into lines of at most `width` characters, at its spaces.
-function wrap(label, width) {
-  const lines = [];
-  for (const word of label.split(" ")) {
-    const last = lines.length - 1;
-    if (last >= 0 && lines[last].length + 1 + word.length <= width) {
-      lines[last] += ` ${word}`;
-    } else {
-      lines.push(word);
-    }
-  }
-  return lines;
 }
 
 function label(text, x, y, width, attributes = {}) {
@@ -299,7 +285,7 @@ function crashPicture({ moved, settled }) {
   return { element, draw, hold: (on) => { held += on ? 1 : -1; } };
 }
 
-export default function crashTiming(body, { act, announce }) {
+export default function crashTiming(body, { act, announce, tasks }) {
   let state = null;
   let shown = 0;                       // timeline steps revealed so far
   const protection = el("select", { id: "ct-protection", onchange: () => choose() });
@@ -314,7 +300,6 @@ export default function crashTiming(body, { act, announce }) {
   const timeline = el("ol", { class: "sim-events" });
   const outcome = el("p", { class: "sim-result", "aria-live": "off" });
   const matrix = el("div", { class: "sim-matrix" });
-  const tasks = el("div");
   // The marker's moves: the picture redraws at once from the outcomes the
   // engine has found for every crash point; when the reader lets go, the
   // crash chosen runs for real, and its story shows below.
@@ -353,7 +338,7 @@ export default function crashTiming(body, { act, announce }) {
       el("section", { class: "wide" },
         el("h3", {}, "What happened"), timeline, outcome)),
     matrix,
-    el("section", {}, el("h3", {}, "Try to"), tasks));
+    tasks);
 
   const ran = () => Boolean(state && state.outcome);   // the choice made has been run
   const playing = player(play, () => STEP_MS / Number(speed.value), step,
@@ -438,7 +423,6 @@ export default function crashTiming(body, { act, announce }) {
     picture.draw(state, waiting ? heading : null);
     const point = state.crash_points.find((item) => item.id === state.crash);
     detail.textContent = `In this protection's code: ${point.detail}.`;
-    tasks.replaceChildren(taskList(state.tasks));
     if (shown > state.timeline.length || !state.outcome) {
       shown = 0;
     }

@@ -4,7 +4,8 @@
 // stands up as spikes, jitter lies down as a smear); and the five policies'
 // calls and time side by side, with the same clients and seed.
 
-import { el, svg, taskList, whenWidthChanges } from "../dom.js";
+import { el, svg } from "../dom.js";
+import { CHAR, many, ticks } from "../picture.js";
 
 // A time as the engine's terminal program says it: 5.819 s, 12.3 s, 3 m 07 s.
 function seconds(value) {
@@ -28,26 +29,6 @@ function span(value) {
   return `${+value.toPrecision(3)} s`;
 }
 
-function many(count, one, more = `${one}s`) {
-  return `${count.toLocaleString("en-US")} ${count === 1 ? one : more}`;
-}
-
-// Points on an axis of `length` seconds, at least `room` pixels apart, on
-// round numbers (1, 2 or 5 times a power of ten), each with its words.
-function ticks(length, perSecond, room = 72) {
-  let step = 10 ** Math.floor(Math.log10(length || 1e-6)) / 100;
-  for (let i = 0; step * perSecond < room && i < 30; i += 1) {
-    step *= [2, 2.5, 2][i % 3];              // 1, 2, 5, 10, 20, 50, ...
-  }
-  const [unit, scale] = step >= 1 ? ["s", 1] : step >= 0.001 ? ["ms", 1000] : ["µs", 1e6];
-  const places = Math.max(0, -Math.floor(Math.log10(step * scale) + 1e-9));
-  const found = [];
-  for (let n = 0; n * step <= length + 1e-12; n += 1) {
-    found.push([n * step, `${(n * step * scale).toFixed(places)} ${unit}`]);
-  }
-  return found;
-}
-
 // The time axis of the comparison is logarithmic (the runs take from a
 // thousandth of a second to minutes): its marks are powers of ten.
 function decade(power) {
@@ -61,9 +42,7 @@ function decade(power) {
   return `${+value.toPrecision(1)} s`;
 }
 
-const FONT = 7.3;          // px a character of the pictures' 12 px monospace font
-
-export default function herd(body, { act, announce }) {
+export default function herd(body, { act, announce, tasks }) {
   const policy = el("select", { id: "herd-policy", onchange: () => configure() });
   const inputs = {
     clients: el("input", { type: "number", id: "herd-clients", min: "1", max: "500",
@@ -87,8 +66,6 @@ export default function herd(body, { act, announce }) {
   const compare = svg("svg", { class: "herd-compare", role: "img" });
   const spikesBox = el("div", { class: "sim-picture" }, spikes);
   const compareBox = el("div", { class: "sim-picture" }, compare);
-  const tasks = el("div");
-  let last = null;           // the state drawn last, to draw again at a new width
   let named = false;         // the policies' names are in the menu: a state was drawn
 
   function labelled(id, text, input) {
@@ -111,7 +88,7 @@ export default function herd(body, { act, announce }) {
       el("p", { class: "herd-legend" },
         "▶ marks the policy drawn above. Solid bars: calls, on an even scale. Hollow " +
         "bars: time to the last write, on a scale where each mark is ten times the last.")),
-    el("section", {}, el("h3", {}, "Try to"), tasks));
+    tasks);
 
   function spikesLegend() {
     const key = (crowd, words) => el("span", { class: "herd-key" },
@@ -161,7 +138,7 @@ export default function herd(body, { act, announce }) {
     const clients = state.settings.clients;
     const bursts = state.bursts;
     const width = Math.max(280, spikesBox.clientWidth || 600);
-    const left = 8 + FONT * String(clients).length, right = 12;
+    const left = 8 + CHAR * String(clients).length, right = 12;
     const top = 30, high = 150, bottom = top + high;
     const column = (width - left - right) / bursts.length;
     const x = (n) => left + column * (n + 0.5);
@@ -197,7 +174,7 @@ export default function herd(body, { act, announce }) {
         // The first starts at its mark; one that would reach past the
         // picture's edge ends at it.
         const anchor = i === 0 ? "start"
-          : at + (words.length * FONT) / 2 > width ? "end" : "middle";
+          : at + (words.length * CHAR) / 2 > width ? "end" : "middle";
         return svg("g", {},
           svg("line", { x1: at, x2: at, y1: bottom, y2: bottom + 5 }),
           svg("text", { x: at, y: bottom + 18, "text-anchor": anchor }, words));
@@ -230,12 +207,12 @@ export default function herd(body, { act, announce }) {
     const rows = Object.entries(state.policies);
     const width = Math.max(280, compareBox.clientWidth || 600);
     const narrow = width < 560;
-    const nameRoom = narrow ? 0 : 12 + FONT * Math.max(...rows.map(([p]) =>
+    const nameRoom = narrow ? 0 : 12 + CHAR * Math.max(...rows.map(([p]) =>
       state.names[p].length + 2));
     // Wide: a row is the name, then the calls, then the time, side by side.
     // Narrow (a phone): the name, and under it the two bars, one above the
     // other, each as wide as the picture.
-    const callsRoom = FONT * 14, timeRoom = FONT * 9;
+    const callsRoom = CHAR * 14, timeRoom = CHAR * 9;
     const half = narrow ? width : (width - nameRoom - 8) / 2;
     const callsArea = half - callsRoom - 6, timeArea = half - timeRoom - 6;
     const row = narrow ? 58 : 28, head = narrow ? 4 : 22;
@@ -257,8 +234,8 @@ export default function herd(body, { act, announce }) {
           y1: head + row * i + timeTop, y2: head + row * i + timeTop + 16 }))
         : svg("line", { class: "herd-grid", x1: at, x2: at, y1: head - 4,
           y2: head + row * rows.length }));
-      if (at - (words.length * FONT) / 2 > free + 4) {
-        free = at + (words.length * FONT) / 2;
+      if (at - (words.length * CHAR) / 2 > free + 4) {
+        free = at + (words.length * CHAR) / 2;
         grid.push(svg("text", { class: "herd-grid-label", x: at, y: height - 8,
           "text-anchor": "middle" }, words));
       }
@@ -296,7 +273,6 @@ export default function herd(body, { act, announce }) {
   }
 
   function draw(state) {
-    last = state;
     const first = !named;
     // After the first draw the menu is the reader's: an answer to an older
     // call must not move it back (their next arrow key would start there).
@@ -321,20 +297,17 @@ export default function herd(body, { act, announce }) {
         : "No two calls at one instant.";
     drawSpikes(state);
     drawCompare(state);
-    tasks.replaceChildren(taskList(state.tasks));
     if (!first) {
       announce(result.textContent);
     }
     named = true;
   }
 
-  // A new width: the same state, redrawn to fit it.
-  whenWidthChanges(spikesBox, () => {
-    if (last) {
-      drawSpikes(last);
-      drawCompare(last);
-    }
-  });
+  // At a new width, sims.js has the same state redrawn to fit it.
+  function redraw(state) {
+    drawSpikes(state);
+    drawCompare(state);
+  }
 
-  return { draw, options: { policy: "full" } };
+  return { draw, options: { policy: "full" }, resized: { box: spikesBox, redraw } };
 }

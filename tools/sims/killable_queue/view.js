@@ -4,7 +4,7 @@
 // the last minute or so: a lane per worker, each claim a bar, the lease left
 // a bar that shrinks, the danger zone hatched, kills and duplicates marked.
 
-import { el, player, scrolling, svg, taskList } from "../dom.js";
+import { el, player, scrolling, svg } from "../dom.js";
 
 const TICK_MS = 200;                 // how often playing moves the clock
 const ANNOUNCED = new Set(["killed", "expired", "takeover", "duplicate", "lost"]);
@@ -287,7 +287,7 @@ function legend(hatch) {
     key(triangle(14, 14, 12), "a duplicate email"));
 }
 
-export default function killableQueue(body, { act, announce }) {
+export default function killableQueue(body, { act, announce, tasks }) {
   let lastEvent = 0;               // the number (n) of the last event read
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "2" }, "2×"),
@@ -313,7 +313,6 @@ export default function killableQueue(body, { act, announce }) {
   const jobs = el("tbody");
   const outbox = el("ol", { class: "sim-outbox" });
   const events = el("ol", { class: "sim-events" });
-  const tasks = el("div");
   pictures += 1;
   const ids = { hatch: `kq-hatch-${pictures}`, clip: `kq-clip-${pictures}`,
     title: `kq-title-${pictures}`, desc: `kq-desc-${pictures}` };
@@ -340,7 +339,7 @@ export default function killableQueue(body, { act, announce }) {
           el("th", {}, "Attempts"), el("th", {}, "Lease left"))), jobs))),
       el("section", {}, el("h3", {}, "Outbox"), outbox),
       el("section", {}, el("h3", {}, "What happened"), events)),
-    el("section", {}, el("h3", {}, "Try to"), tasks));
+    tasks);
 
   function width() {
     return Math.max(frame.clientWidth, 300);
@@ -424,7 +423,6 @@ export default function killableQueue(body, { act, announce }) {
       email.duplicate ? el("strong", {}, " ⚠ duplicate") : null)));
     events.replaceChildren(...state.events.slice(-8).map((event) =>
       el("li", { class: `event-${event.kind}` }, event.text)));
-    tasks.replaceChildren(taskList(state.tasks));
     drawPicture(state);
     const news = state.events.filter((event) => event.n > lastEvent && ANNOUNCED.has(event.kind))
       .map((event) => event.text);

@@ -3,11 +3,10 @@
 // past the provider's key window, each line told and run by Exercise 9's
 // own replay_o7(), with what the provider printed while it ran.
 
-import { el, taskList } from "../dom.js";
+import { el } from "../dom.js";
 
-export default function o7(body, { act, announce }) {
+export default function o7(body, { act, announce, tasks }) {
   const story = el("ol", { class: "sim-events" });
-  const tasks = el("div");
   const blind = el("input", { type: "checkbox", id: "o7-blind" });
   const next = el("button", { type: "button", onclick: () => act("next") }, "Next step of O7");
 
@@ -19,7 +18,7 @@ export default function o7(body, { act, announce }) {
         el("span", { class: "sim-field" },
           el("label", { for: "o7-blind" }, "Trust keys past their 24 h "), blind)),
       story),
-    el("section", {}, el("h3", {}, "Try to"), tasks));
+    tasks);
 
   function draw(state) {
     story.replaceChildren(...state.steps.map((step) => el("li", {},
@@ -27,7 +26,6 @@ export default function o7(body, { act, announce }) {
       step.provider.length ? el("span", { class: "sim-provider" },
         ` (${step.provider.join("; ")})`) : null)));
     next.disabled = state.finished;
-    tasks.replaceChildren(taskList(state.tasks));
     if (state.steps.length) {
       announce(state.steps[state.steps.length - 1].text);
     }

@@ -4,16 +4,13 @@
 // every attempt on a time axis, one lane per charge job, with the backoff
 // waits between. (Chapter 10's O7 story is o7.js.)
 
-import { el, player, scrolling, sideways, svg, taskList, whenWidthChanges } from "../dom.js";
+import { el, player, scrolling, sideways, svg } from "../dom.js";
+import { many } from "../picture.js";
 
 const STEP_MS = 500;
 
 function dollars(cents) {
   return `$${(cents / 100).toFixed(2)}`;
-}
-
-function many(count, one, more = `${one}s`) {
-  return `${count} ${count === 1 ? one : more}`;
 }
 
 function seconds(value) {
@@ -89,7 +86,7 @@ function statusOf(job, state) {
     (job.charged_times ? ` · ${charged}, pending` : "");
 }
 
-export default function payment(body, { act, announce }) {
+export default function payment(body, { act, announce, tasks }) {
   let finished = false;
   const inputs = {
     lost_request: el("input", { type: "range", min: "0", max: "0.5", step: "0.05", value: "0.3",
@@ -128,9 +125,7 @@ export default function payment(body, { act, announce }) {
   const lanes = svg("svg", { class: "pay-timeline", role: "img" });
   const lanesBox = el("div", { class: "sim-scroll pay-scroll", tabindex: "0" }, lanes);
   const pictures = el("div", { class: "sim-picture" }, bars);
-  let last = null;           // the state drawn last, to draw again at a new width
   const jobs = el("tbody", { role: "rowgroup" });
-  const tasks = el("div");
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => act("step"),
     () => finished);
@@ -172,7 +167,7 @@ export default function payment(body, { act, announce }) {
               el("th", { role: "columnheader" }, name)))), jobs))),
       el("details", { class: "wide" },
         el("summary", {}, "Every attempt in words"), timeline)),
-    el("section", {}, el("h3", {}, "Try to"), tasks));
+    tasks);
 
   function settings() {
     return {
@@ -409,7 +404,6 @@ export default function payment(body, { act, announce }) {
   }
 
   function draw(state) {
-    last = state;
     drawBars(state);
     drawLanes(state);
     finished = state.finished;
@@ -428,19 +422,16 @@ export default function payment(body, { act, announce }) {
       cell(job.worker_knows))));
     timeline.replaceChildren(...state.timeline.map((entry) => el("li",
       { class: `event-${entry.outcome}` }, `${entry.t.toFixed(2)} s: ${entry.text}`)));
-    tasks.replaceChildren(taskList(state.tasks));
     if (state.finished) {
       announce(balance.textContent);
     }
   }
 
-  // A new width: the same state, redrawn to fit it.
-  whenWidthChanges(pictures, () => {
-    if (last) {
-      drawBars(last);
-      drawLanes(last);
-    }
-  });
+  // At a new width, sims.js has the same state redrawn to fit it.
+  function redraw(state) {
+    drawBars(state);
+    drawLanes(state);
+  }
 
-  return { draw, options: {} };
+  return { draw, options: {}, resized: { box: pictures, redraw } };
 }

@@ -6,7 +6,7 @@
 // them. Below: a log of every step, in words. "Try every interleaving"
 // runs all orders, counts duplicates and says why a real run rarely has one.
 
-import { el, svg, player, taskList } from "../dom.js";
+import { el, svg, player } from "../dom.js";
 
 const STEP_MS = 700;                  // one statement per step when playing
 
@@ -64,7 +64,7 @@ const STATUS_MARK = { queued: "○", running: "◐", done: "●" };
 
 let views = 0;                        // a page may hold more than one
 
-export default function race(body, { act, announce }) {
+export default function race(body, { act, announce, tasks }) {
   views += 1;
   const group = `race-claim-${views}`; // one group: one tab stop, arrow keys choose
   let claim = "naive";
@@ -94,7 +94,6 @@ export default function race(body, { act, announce }) {
   const why = el("p", { class: "race-why", hidden: true });
   const orders = svg("svg", { class: "race-orders", role: "img" });
   const ordersBox = el("div", { class: "sim-picture", hidden: true }, orders);
-  const tasks = el("div");
   body.append(
     el("div", { class: "sim-controls" },
       el("fieldset", {}, el("legend", {}, "Both workers use"), ...choices),
@@ -111,7 +110,7 @@ export default function race(body, { act, announce }) {
       el("section", {}, el("h3", {}, "What each step did"), log),
       el("section", {}, el("h3", {}, "Outbox"), outbox, result)),
     everyOrder, ordersBox, why,
-    el("section", {}, el("h3", {}, "Try to"), tasks));
+    tasks);
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => {
     const able = [0, 1].filter((worker) => !finished[worker]);
@@ -429,7 +428,6 @@ export default function race(body, { act, announce }) {
       `job ${email.job}, sent by ${email.worker}`,
       email.duplicate ? el("strong", {}, " ⚠ duplicate") : null)));
     result.textContent = state.result;
-    tasks.replaceChildren(taskList(state.tasks));
     const said = state.workers.map((worker, index) => worker.last &&
       `Worker ${index + 1}: ${worker.last}`).filter(Boolean);
     announce([...said, state.result].join(". "));

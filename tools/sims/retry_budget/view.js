@@ -5,11 +5,10 @@
 // backend stalls, and the calls per request and the share answered in time
 // show whether it ever comes back.
 
-import { el, sideways, svg, taskList, whenWidthChanges } from "../dom.js";
+import { el, sideways, svg } from "../dom.js";
+import { CHAR, SMALL_CHAR, wrap } from "../picture.js";
 
 const MARK = 1.2;             // the level the budget's line stays under, drawn as a line
-const CHAR = 7.3;             // px a character of the 12 px monospace font
-const SMALL = 6.7;            // the same at 11 px
 
 function times(value) {
   return `${value.toFixed(1)}×`;
@@ -19,25 +18,11 @@ function percent(share) {
   return `${Math.round(share * 100)}%`;
 }
 
-// Words cut into lines of at most `fits` characters.
-function wrap(words, fits) {
-  const lines = [];
-  for (const word of words.split(" ")) {
-    const line = lines.length ? `${lines[lines.length - 1]} ${word}` : word;
-    if (lines.length && line.length <= fits) {
-      lines[lines.length - 1] = line;
-    } else {
-      lines.push(word);
-    }
-  }
-  return lines;
-}
-
 // A text of one or more lines, each `step` px below the last; x is kept
 // where the longest line still ends inside `width`.
 function lines(attributes, words, fits, width, step = 14) {
   const cut = wrap(words, Math.max(8, fits));
-  const longest = Math.max(...cut.map((line) => line.length)) * SMALL;
+  const longest = Math.max(...cut.map((line) => line.length)) * SMALL_CHAR;
   const x = Math.max(0, Math.min(attributes.x, width - longest - 2));
   return svg("text", { ...attributes, x }, cut.map((line, i) =>
     svg("tspan", { x, dy: i ? step : 0 }, line)));
@@ -82,7 +67,7 @@ function verdict(state) {
     (s.stall > 0 && late > 0 ? `, ${late} s after the stall ended. ` : ". ") + after;
 }
 
-export default function retryBudget(body, { act, announce }) {
+export default function retryBudget(body, { act, announce, tasks }) {
   const inputs = {
     budget: el("input", { type: "checkbox", id: "rb-budget" }),
     jitter: el("input", { type: "checkbox", id: "rb-jitter" }),
@@ -111,9 +96,7 @@ export default function retryBudget(body, { act, announce }) {
   const run = svg("svg", { class: "rb-run", role: "img" });
   const runBox = el("div", { class: "sim-scroll rb-scroll", tabindex: "0" }, run);
   const pictures = el("div", { class: "rb-pictures" });
-  const tasks = el("div");
   const key = el("p", { class: "rb-key" });
-  let last = null;
 
   function field(name, text, extra = null) {
     return el("span", { class: "sim-field" },
@@ -134,7 +117,7 @@ export default function retryBudget(body, { act, announce }) {
       field("seed", "Seed")),
     result,
     pictures,
-    el("section", {}, el("h3", {}, "Try to"), tasks));
+    tasks);
 
   async function configure() {
     if (!inputs.seed.checkValidity()) {
@@ -298,7 +281,7 @@ export default function retryBudget(body, { act, announce }) {
           svg("text", { x: x(t), y: base2 + 16,
             "text-anchor": t === seconds.length ? "end" : "middle" }, `${t} s`)))));
     let y = base2 + 36;
-    const fits = Math.floor((width - 4) / SMALL);
+    const fits = Math.floor((width - 4) / SMALL_CHAR);
     if (s.stall > 0) {
       parts.push(svg("g", { class: "rb-stall" },
         svg("path", { class: "rb-bracket", d: `M${x(state.stall_at)} ${base2 + 20}v4` +
@@ -327,21 +310,17 @@ export default function retryBudget(body, { act, announce }) {
   }
 
   function draw(state) {
-    last = state;
     drawCurves(state);
     drawRun(state);
     result.textContent = verdict(state);
-    tasks.replaceChildren(taskList(state.tasks));
     announce(result.textContent);
   }
 
-  // A new width: the same state, redrawn to fit it.
-  whenWidthChanges(pictures, () => {
-    if (last) {
-      drawCurves(last);
-      drawRun(last);
-    }
-  });
+  // At a new width, sims.js has the same state redrawn to fit it.
+  function redraw(state) {
+    drawCurves(state);
+    drawRun(state);
+  }
 
-  return { draw, options: {} };
+  return { draw, options: {}, resized: { box: pictures, redraw } };
 }

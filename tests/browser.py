@@ -1,0 +1,166 @@
+"""What the browser tests share: waiting for a simulation's Python, the
+moves a test makes, axe, and the checks that a picture fits its box.
+Their fixtures (Chromium, a watched page, the site) are in conftest.py."""
+from dataclasses import dataclass
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def serious_violations(page, where="document"):
+    """axe's serious and critical findings on the page, or within the
+    elements a CSS selector names ("document": the whole page)."""
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async (where) => (await axe.run(where === "document" ? document
+                                                           : where)).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3)}`)""", where)
+
+
+BOOT_SECONDS = 60                # Pyodide boots in a few; a slow machine gets room
+# Every other wait is for something the page shows once its Python has
+# answered: on a busy machine that can take far longer than Playwright's 5 s.
+expect.set_options(timeout=30_000)
+
+
+def start_simulation(page, site_url, chapter, name, keyboard=False):
+    page.goto(f"{site_url}/{chapter}")
+    sim = page.locator(f'.sim-mount[data-sim="{name}"]')
+    start = sim.get_by_role("button", name="Start the simulation")
+    if keyboard:
+        start.focus()
+        page.keyboard.press("Enter")
+    else:
+        start.click()
+    expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+    return sim
+
+
+def task_done(sim, task):
+    return sim.locator(f'li[data-task="{task}"]')
+
+
+def answered(sim):
+    """Wait until Python has answered every call the simulation has made."""
+    expect(sim, "the simulation's calls to Python to be answered").to_have_attribute(
+        "data-busy", "false", timeout=BOOT_SECONDS * 1000)
+
+
+MENU_WHEN_DRAWN = """(mount, [menu, drawn, changes]) => new Promise((resolve) => {
+    // The menu as it stands when the first answer is drawn: each change
+    // is a call of its own, so the later ones' answers come after.
+    new MutationObserver((_, observer) => {
+        observer.disconnect();
+        resolve(mount.querySelector(menu).value);
+    }).observe(mount.querySelector(drawn),
+               { childList: true, characterData: true, subtree: true });
+    for (const [control, value] of changes) {
+        const element = mount.querySelector(control);
+        element.value = value;
+        element.dispatchEvent(new Event("change"));
+    }
+})"""
+
+
+def menu_when_the_first_answer_is_drawn(sim, menu, drawn, changes):
+    """Make `changes` (control, value) one after another, faster than Python
+    answers, and say what `menu` holds when the first answer is drawn into
+    `drawn`: a view that draws an older answer over the reader's newer
+    choice shows the older one."""
+    return sim.evaluate(MENU_WHEN_DRAWN, [menu, drawn, changes])
+
+
+# ---------------------------------------------------------------- moves
+
+
+@dataclass(frozen=True)
+class Move:
+    """One thing a reader does to a simulation: a button pressed (a move
+    written as its name alone), a box ticked, or a choice from a menu."""
+    label: str
+    value: str | None = None
+
+    def make(self, sim):
+        control = sim.get_by_label(self.label, exact=True)
+        if self.value is None:
+            control.click()
+        else:
+            control.select_option(self.value)
+
+
+def tick(label):
+    return Move(label)
+
+
+def choose(label, value):
+    return Move(label, value)
+
+
+def make_moves(sim, moves, after_each=lambda: None):
+    """Make each move and wait for Python's answer; after_each() then
+    looks at the page."""
+    for move in moves:
+        if isinstance(move, str):
+            sim.get_by_role("button", name=move, exact=True).click()
+        else:
+            move.make(sim)
+        answered(sim)
+        after_each()
+
+
+# ---------------------------------------------------------------- fitting
+
+
+OVERFLOWING = """(sim) => [...sim.querySelectorAll(".sim-scroll, .sim-code")]
+    .filter((box) => box.scrollWidth > box.clientWidth)
+    .map((box) => [box.className, box.previousElementSibling?.className,
+                   box.previousElementSibling?.hidden])"""
+# Whatever is outside a scroll box must lie within the simulation's own box:
+# an element that sticks out is cut or spills over the page.
+STICKING_OUT = """(sim) => {
+    const outer = sim.closest(".sim").getBoundingClientRect();
+    return [...sim.querySelectorAll("*")]
+        .filter((e) => !e.closest(".sim-scroll, .sim-code, .visually-hidden")
+                       && e.getClientRects().length > 0)
+        .filter((e) => { const r = e.getBoundingClientRect();
+                         return r.left < outer.left - 0.5 || r.right > outer.right + 0.5; })
+        .map((e) => `${e.tagName}.${e.getAttribute("class")}: ${e.textContent.slice(0, 30)}`);
+}"""
+
+
+OUTSIDE = """(svg) => [...svg.querySelectorAll("text")].filter((text) => {
+    const box = text.getBBox();
+    return box.x < 0 || box.x + box.width > svg.width.baseVal.value;
+}).map((text) => text.textContent)"""
+WIDER = "(svg) => svg.getBoundingClientRect().width > svg.parentElement.clientWidth"
+
+
+def of_python(url):
+    """Whether a URL is part of what starting Python fetches: Pyodide's files
+    and the course's code and standard library."""
+    return "/pyodide/" in url or url.endswith(("/course.zip", "/stdlib.zip"))
+
+
+def python_requests(page):
+    """The URLs of what the page has fetched of Python, in order (a dedicated
+    worker's requests are the page's)."""
+    fetched = []
+    page.on("request", lambda request: of_python(request.url) and fetched.append(request.url))
+    return fetched
+
+
+def follows_the_theme_and_keeps_still(page, looks):
+    """looks() gives a mark's colour, its words' colour and its animation.
+    In the light theme with motion allowed the two colours match and it
+    moves; in the dark theme with less motion asked for they still match,
+    but are another colour, and nothing moves."""
+    mark, words, motion = looks()
+    assert mark == words and motion != "none"
+    page.emulate_media(color_scheme="dark", reduced_motion="reduce")
+    dark_mark, dark_words, still = looks()
+    assert dark_mark == dark_words != mark and still == "none"

@@ -1,0 +1,126 @@
+"""The built site in a real browser (Debian's Chromium, driven by
+Playwright): its pages, their themes, answers, listings and navigation.
+The simulations' pages are tested in tools/sims/."""
+import pytest
+
+from tests.browser import AXE, serious_violations
+
+
+CHAPTER = "the-waiter-who-cooks.html"        # has a listing, transcripts and answers
+PAGES = ["index.html", CHAPTER, "glossary.html", "all.html"]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_pages_load_without_errors_or_outside_requests(watched, site_url, name):
+    watched.goto(f"{site_url}/{name}")
+    watched.wait_for_load_state("networkidle")
+    assert watched.locator("main h1").count() >= 1
+    assert watched.problems == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("name", PAGES)
+def test_no_serious_accessibility_violations(browser, site_url, name, scheme):
+    if not AXE.exists():
+        pytest.fail("axe-core is missing: run `npm ci` (make check does)")
+    # The page's CSP rightly refuses injected scripts; axe is a guest here.
+    context = browser.new_context(color_scheme=scheme, bypass_csp=True)
+    page = context.new_page()
+    page.goto(f"{site_url}/{name}")
+    violations = serious_violations(page)
+    context.close()
+    assert violations == []
+
+
+def background(page):
+    return page.evaluate("getComputedStyle(document.body).backgroundColor")
+
+
+def test_the_theme_toggle_switches_and_is_remembered(browser, site_url):
+    context = browser.new_context(color_scheme="light")
+    page = context.new_page()
+    page.goto(f"{site_url}/{CHAPTER}")
+    toggle = page.get_by_role("button", name="Dark theme")
+    light = background(page)
+    assert toggle.get_attribute("aria-pressed") == "false"
+    toggle.click()
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert toggle.get_attribute("aria-pressed") == "true"
+    dark = background(page)
+    assert dark != light
+    page.goto(f"{site_url}/index.html")          # another page, same choice
+    assert background(page) == dark
+    page.get_by_role("button", name="Dark theme").click()
+    assert background(page) == light
+    context.close()
+
+
+def test_an_answer_stays_folded_until_asked_for(watched, site_url):
+    watched.goto(f"{site_url}/{CHAPTER}")
+    check = watched.locator(".check").first
+    answer = check.locator("details p").first
+    assert not answer.is_visible()
+    check.get_by_text("Show the answer").click()
+    assert answer.is_visible()
+    assert "waiting for their account" in answer.inner_text()
+
+
+def test_answers_are_unfolded_in_print(watched, site_url):
+    watched.goto(f"{site_url}/{CHAPTER}")
+    watched.emulate_media(media="print")
+    assert watched.locator(".check details p").first.is_visible()
+
+
+def test_prompts_and_line_numbers_cannot_be_selected(watched, site_url):
+    watched.goto(f"{site_url}/{CHAPTER}")
+    prompt = watched.locator("pre.console .prompt").first
+    assert prompt.evaluate("e => getComputedStyle(e).userSelect") == "none"
+    number = watched.locator(".listing pre code > span").first.evaluate(
+        "e => [getComputedStyle(e, '::before').content, getComputedStyle(e, '::before').userSelect]")
+    assert number == ["counter(line)", "none"]
+    # copying a listing gives the code alone, as in the file
+    copied = watched.locator(".listing pre code").first.evaluate("e => e.innerText")
+    assert copied.startswith("# Exercise 1: The Waiter Who Cooks.\n")
+
+
+def test_diagrams_keep_their_columns(watched, site_url):
+    """In the site's own font, every character of every diagram is one column wide."""
+    watched.goto(f"{site_url}/all.html")
+    uneven = watched.evaluate("""async () => {
+        await document.fonts.ready;
+        const pre = document.querySelector('pre.diagram');
+        const style = getComputedStyle(pre);
+        const font = `${style.fontSize} "Course Mono"`;
+        if (!(await document.fonts.load(font)).length) return ['Course Mono did not load'];
+        const canvas = document.createElement('canvas').getContext('2d');
+        canvas.font = font;
+        const cell = canvas.measureText('M').width;
+        const out = [];
+        for (const pre of document.querySelectorAll('pre.diagram')) {
+            for (const line of pre.innerText.split('\\n')) {
+                const width = canvas.measureText(line).width;
+                if (Math.abs(width - cell * [...line].length) > 0.5) out.push(line);
+            }
+        }
+        return out;
+    }""")
+    assert watched.locator("pre.diagram").count() > 3
+    assert uneven == []
+
+
+def test_a_phone_gets_a_contents_menu_and_no_sideways_scrolling(browser, site_url):
+    context = browser.new_context(viewport={"width": 375, "height": 740})
+    page = context.new_page()
+    page.goto(f"{site_url}/{CHAPTER}")
+    toc = page.locator("#toc")
+    assert not toc.is_visible()
+    page.get_by_role("button", name="Contents").click()
+    assert toc.is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    context.close()
+
+
+def test_the_skip_link_is_the_first_stop(watched, site_url):
+    watched.goto(f"{site_url}/{CHAPTER}")
+    watched.keyboard.press("Tab")
+    assert watched.evaluate("document.activeElement.textContent") == "Skip to the content"

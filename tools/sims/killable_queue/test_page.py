@@ -1,0 +1,189 @@
+"""The killable queue in Chromium: its tasks, its pictures and its controls.
+The checks every simulation passes (fit, axe, the standard library, the focus)
+are tools/sims/test_pages.py's; they make the moves in SMOKE."""
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser import start_simulation, task_done, answered
+
+
+CHAPTER = "when-workers-die-leases.html"
+# What the shared checks do here, a move at a time (tests/browser.py make_moves):
+# enough to fill its tables and pictures and to import all it needs.
+SMOKE = ["Add a job", "Add a job", "Step to the next event", "Kill worker 1"]
+SIDEWAYS_ON_A_PHONE = 1          # the jobs table
+
+
+def test_the_killable_queues_buttons_stay_put_while_the_clock_moves(watched, site_url):
+    """The Kill button a reader is on is the same button after every redraw:
+    a click made while the clock moves is not lost with a replaced button,
+    nor is the focus. Pressed, it becomes that worker's Restart button."""
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    kill = sim.get_by_role("button", name="Kill worker 1").element_handle()
+    kill.focus()
+    sim.get_by_role("button", name="Add a job").dispatch_event("click")    # the focus stays
+    for _ in range(3):
+        sim.get_by_role("button", name="Step to the next event").dispatch_event("click")
+    answered(sim)
+    expect(sim.locator(".sim-clock")).not_to_contain_text("time 0.0 s")
+    assert kill.evaluate("button => button.isConnected && document.activeElement === button")
+    watched.keyboard.press("Enter")
+    expect(sim.get_by_role("button", name="Restart worker 1")).to_be_focused()
+    assert watched.problems == []
+
+
+def test_the_killable_queue_refuses_a_lease_past_its_box(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    lease = sim.get_by_label("Lease (s)")
+    lease.fill("50")                                   # the box says 1 to 30
+    lease.press("Enter")
+    answered(sim)
+    expect(sim.locator(".sim-clock")).to_contain_text("lease 5 s")
+    assert lease.evaluate("box => box.matches(':invalid')")
+    lease.fill("30")
+    lease.press("Enter")
+    expect(sim.locator(".sim-clock")).to_contain_text("lease 30 s")
+    assert watched.problems == []
+
+
+def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    sim.get_by_role("button", name="Add a job").click()
+    step = sim.get_by_role("button", name="Step to the next event")
+    worker_1 = sim.locator("tbody tr").filter(has_text="worker 1").first
+    for _ in range(10):                     # until worker 1 has sent, but not acknowledged
+        if "sent" in worker_1.inner_text():
+            break
+        step.click()
+        answered(sim)
+    expect(worker_1).to_contain_text("sent")
+    sim.get_by_role("button", name="Kill worker 1").click()
+    expect(task_done(sim, "die-holding")).to_have_class("done")
+    expect(sim.locator("[aria-live]")).to_contain_text("killed")
+    expect(sim.get_by_role("button", name="Restart worker 1")).to_be_visible()
+    for _ in range(20):                     # the lease runs out; another worker takes over
+        if "done" in (task_done(sim, "duplicate").get_attribute("class") or ""):
+            break
+        step.click()
+        answered(sim)
+    expect(task_done(sim, "takeover")).to_have_class("done")
+    expect(task_done(sim, "duplicate")).to_have_class("done")
+    expect(sim.locator(".sim-outbox li")).to_have_count(2)
+    expect(sim.locator(".sim-outbox li.duplicate")).to_contain_text("⚠ duplicate")
+    # restart, change the lease, and play the clock for a moment
+    sim.get_by_role("button", name="Restart worker 1").click()
+    expect(sim.get_by_role("button", name="Kill worker 1")).to_be_visible()
+    sim.get_by_label("Lease (s)").fill("2")
+    sim.get_by_label("Lease (s)").press("Enter")        # a changed lease applies at once
+    expect(sim.locator(".sim-clock")).to_contain_text("lease 2")
+    before = sim.locator(".sim-clock").inner_text()
+    sim.get_by_role("button", name="Play").click()
+    expect(sim.locator(".sim-clock"), "the clock to move while playing").not_to_have_text(before)
+    sim.get_by_role("button", name="Pause").click()
+    assert watched.problems == []
+
+
+def lane(sim, worker):
+    """The picture's lane of worker number `worker` (from 0)."""
+    return sim.locator(f'.kq-picture svg .kq-lane[data-worker="{worker}"]')
+
+
+def press(sim, *names):
+    for name in names:
+        sim.get_by_role("button", name=name, exact=True).click()
+        answered(sim)
+
+
+def width_of(locator):
+    return float(locator.get_attribute("width"))
+
+
+def test_the_killable_queue_picture_shrinks_a_lease_then_marks_it_expired(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    picture = sim.locator(".kq-picture svg")
+    expect(picture).to_have_attribute("role", "img")
+    expect(lane(sim, 0)).to_contain_text("worker 1")
+    expect(sim.locator(".kq-picture svg .kq-lane")).to_have_count(3)
+    press(sim, "Add a job", "Step to the next event")        # worker 1 claims job 1 at 0 s
+    lease = lane(sim, 0).locator(".kq-lease-left")
+    expect(lease).to_have_count(1)
+    expect(lane(sim, 0)).to_contain_text("5.0 s left")
+    claimed = width_of(lease)
+    press(sim, "Step to the next event")                      # 2 s later, it has sent
+    expect(lane(sim, 0)).to_contain_text("3.0 s left")
+    sent = width_of(lease)
+    assert 0 < sent < claimed
+    assert sent / claimed == pytest.approx(3 / 5, abs=0.02)
+    expect(lane(sim, 0).locator(".kq-danger")).to_have_count(1)   # sent, not acknowledged
+    expect(lane(sim, 0).locator(".kq-expired")).to_have_count(0)
+    press(sim, "Kill worker 1", "Step to the next event")    # the lease runs out at 5 s
+    expect(sim.locator(".sim-clock")).to_contain_text("time 5.0 s")
+    expect(lane(sim, 0).locator(".kq-lease-left")).to_have_count(0)
+    expect(lane(sim, 0).locator(".kq-expired")).to_contain_text("lease ran out")
+    expect(picture.locator("desc")).to_contain_text("lease ran out")
+    assert watched.problems == []
+
+
+def test_the_killable_queue_picture_draws_a_kill_on_the_workers_lane(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    press(sim, "Add a job", "Step to the next event", "Step to the next event",
+          "Kill worker 1")                                    # killed at 2 s, after sending
+    kill = lane(sim, 0).locator(".kq-kill")
+    expect(kill).to_have_count(1)
+    expect(kill).to_contain_text("killed")
+    expect(kill.locator(".kq-cross")).to_have_count(1)       # a shape, not a colour
+    for other in (1, 2):
+        expect(lane(sim, other).locator(".kq-kill")).to_have_count(0)
+    # Job 1's bar, its claim held, ends where the worker died.
+    held = lane(sim, 0).locator(".kq-claim")
+    end = float(held.get_attribute("x")) + width_of(held)
+    assert float(kill.get_attribute("data-x")) == pytest.approx(end, abs=0.1)
+    expect(sim.locator(".kq-picture svg desc")).to_contain_text("worker 1 is dead")
+    # Restarted at the same moment: both marks show, and no words overlap.
+    press(sim, "Restart worker 1")
+    restart = lane(sim, 0).locator(".kq-restart")
+    expect(restart).to_contain_text("restarted")
+    expect(kill).to_have_count(1)
+    boxes = lane(sim, 0).locator("text").evaluate_all(
+        "texts => texts.map(t => t.getBoundingClientRect()).filter(b => b.width > 0)"
+        ".map(b => [b.left, b.top, b.right, b.bottom])")
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+            assert apart, (a, b)
+    assert watched.problems == []
+
+
+def test_the_killable_queue_picture_marks_the_duplicate_by_shape_and_word(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    press(sim, "Add a job", "Step to the next event", "Step to the next event")
+    expect(sim.locator(".kq-picture svg .kq-duplicate")).to_have_count(0)
+    press(sim, "Kill worker 1")                               # after sending, before the ack
+    step = sim.get_by_role("button", name="Step to the next event")
+    for _ in range(10):                    # the lease runs out; worker 2 sends it again
+        if "done" in (task_done(sim, "duplicate").get_attribute("class") or ""):
+            break
+        step.click()
+        answered(sim)
+    duplicate = lane(sim, 1).locator(".kq-duplicate")
+    expect(duplicate).to_have_count(1)
+    expect(duplicate.locator("polygon")).to_have_count(1)    # a warning triangle
+    expect(duplicate).to_contain_text("duplicate")
+    expect(lane(sim, 0).locator(".kq-duplicate")).to_have_count(0)  # the first send was not
+    expect(sim.locator(".kq-picture svg desc")).to_contain_text("duplicate")
+    assert watched.problems == []
+
+
+def test_the_killable_queue_picture_fits_a_phone(browser, site_url):
+    """On a 390 px phone the picture is drawn to the width it has: nothing
+    of it reaches past its box, and the lease left still has its words."""
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    press(sim, "Add a job", "Step to the next event")
+    frame = sim.locator(".kq-picture").bounding_box()
+    drawn = sim.locator(".kq-picture svg").bounding_box()
+    assert frame["x"] <= drawn["x"] and drawn["x"] + drawn["width"] <= frame["x"] + frame["width"]
+    words = lane(sim, 0).get_by_text("5.0 s left").bounding_box()
+    assert words["x"] + words["width"] <= drawn["x"] + drawn["width"]
+    context.close()

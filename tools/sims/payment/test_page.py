@@ -1,0 +1,248 @@
+"""The payment simulator in Chromium: its tasks, its pictures and its controls.
+The checks every simulation passes (fit, axe, the standard library, the focus)
+are tools/sims/test_pages.py's; they make the moves in SMOKE."""
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser import (start_simulation, task_done, answered, OUTSIDE, WIDER,
+                           follows_the_theme_and_keeps_still)
+
+
+CHAPTER = "idempotency-making-repeats-harmless.html"
+# What the shared checks do here, a move at a time (tests/browser.py make_moves):
+# enough to fill its tables and pictures and to import all it needs.
+SMOKE = ["New seed", "Step one attempt", "Run all charges"]
+
+
+def test_the_payment_simulator_tasks(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "payment")
+
+    def run_all(keys, attempts="5"):
+        sim.get_by_label("Keys", exact=True).select_option(keys)
+        sim.get_by_label("Attempts", exact=True).fill(attempts)
+        sim.get_by_role("button", name="Run all charges").click()
+        answered(sim)
+        expect(sim.locator(".sim-result")).to_contain_text("she has paid")
+
+    run_all("fresh")                                    # seed 1 loses replies
+    expect(sim.locator(".sim-result")).to_contain_text("more")
+    expect(task_done(sim, "overcharge")).to_have_class("done")
+    run_all("stable")
+    expect(sim.locator(".sim-result")).to_contain_text(
+        "Alice should have paid $50.00; she has paid $50.00")
+    expect(task_done(sim, "impossible")).to_have_class("done")
+    run_all("stable", attempts="1")
+    expect(sim.locator("tr.dead").first).to_contain_text("dead")
+    expect(task_done(sim, "dead")).to_have_class("done")
+    expect(sim.get_by_role("button", name="Next step of O7")).to_have_count(0)   # Chapter 10's
+    assert watched.problems == []
+
+
+def test_the_payment_simulator_applies_a_changed_control_at_once(watched, site_url):
+    """A control the reader changes starts the charges afresh with it: no
+    result is left on the page that the controls no longer describe."""
+    sim = start_simulation(watched, site_url, CHAPTER, "payment")
+    balance, timeline = sim.locator(".sim-result"), sim.locator(".sim-events li")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(balance).to_contain_text("$30.00 more")            # seed 1, no key
+    sim.get_by_label("Keys", exact=True).select_option("stable")
+    expect(timeline).to_have_count(0)
+    expect(balance).to_have_text("Alice should have paid $0.00; she has paid $0.00. "
+                                 "Alice paid $0.00 for orders worth $0.00: right")
+    sim.get_by_role("button", name="Step one attempt").click()
+    expect(timeline).to_have_count(1)
+    attempts = sim.get_by_label("Attempts", exact=True)
+    attempts.fill("1")
+    attempts.press("Enter")
+    expect(timeline).to_have_count(0)
+    sim.get_by_role("button", name="Play").click()
+    expect(balance).to_contain_text("she has paid")
+    expect(sim.locator("tr.dead").first, "attempts of 1 to leave a job dead").to_be_visible()
+    assert watched.problems == []
+
+
+ATTEMPTS = """(svg) => [...svg.querySelectorAll(".pay-attempt")].map((mark) => ({
+    job: mark.closest(".pay-lane").dataset.job, event: mark.dataset.event,
+    x: mark.getBBox().x, label: mark.querySelector(".pay-label")?.textContent,
+    took: !!mark.querySelector(".pay-took"), cross: !!mark.querySelector(".pay-cross"),
+    broken: !!mark.querySelector(".pay-broken"), tick: !!mark.querySelector(".pay-tick")}))"""
+
+
+def test_the_payment_picture_puts_each_attempt_on_the_time_axis(watched, site_url):
+    """Seed 1 loses job 1's first reply after the bank took the money: a
+    filled mark (money taken) with its reply broken on the way back, then a
+    wait as long as the text says, and every attempt after it in its lane,
+    each drawn by its shape and named in words."""
+    sim = start_simulation(watched, site_url, CHAPTER, "payment")
+    picture = sim.locator("svg.pay-timeline")
+    expect(picture).to_have_attribute("role", "img")
+    sim.get_by_role("button", name="Step one attempt").click()
+    lane = picture.locator('.pay-lane[data-job="1"]')
+    expect(lane.locator(".pay-attempt")).to_have_count(1)
+    first = lane.locator(".pay-attempt")
+    expect(first).to_have_attribute("data-event", "lost reply")
+    expect(first.locator(".pay-broken")).to_have_count(1)
+    expect(first.locator(".pay-took")).to_have_count(1)
+    expect(first.locator(".pay-label")).to_have_text("reply lost")
+    wait = re.search(r"retry in (\d+\.\d\d) s", sim.locator(".sim-events li").first.text_content())
+    expect(lane.locator(".pay-wait-label")).to_have_text(f"{wait[1]} s")
+    expect(picture).to_have_attribute("aria-label", re.compile(r"job 1.*reply lost"))
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(sim.locator(".sim-result")).to_contain_text("more")
+    answered(sim)
+    marks = picture.evaluate(ATTEMPTS)
+    assert len(marks) == sim.locator(".sim-events li").count() > 5
+    shapes = {"lost request": (False, True, False, False, "request lost"),
+              "lost reply": (True, False, True, False, "reply lost"),
+              "approved": (True, False, False, True, "charged")}
+    assert {mark["event"] for mark in marks} == set(shapes)
+    for mark in marks:
+        assert (mark["took"], mark["cross"], mark["broken"], mark["tick"],
+                mark["label"]) == shapes[mark["event"]], mark
+    for job in {mark["job"] for mark in marks}:
+        xs = [mark["x"] for mark in marks if mark["job"] == job]
+        assert xs == sorted(xs) and len(set(xs)) == len(xs), (job, xs)
+    expect(sim.locator(".pay-legend")).to_contain_text("request lost")
+    assert watched.problems == []
+
+
+def bar_width(sim, bar, part):
+    parts = sim.locator(f'svg.pay-bars [data-bar="{bar}"] [data-part="{part}"]')
+    return parts.bounding_box()["width"] if parts.count() else 0
+
+
+def test_the_payment_bars_show_what_alice_owes_and_what_the_bank_took(watched, site_url):
+    """Fresh keys, seed 1: she owes $50.00 and the bank took $80.00. The
+    actual bar is longer by the overcharge, drawn hatched and named with its
+    amount; a stable key makes the two bars the same."""
+    sim = start_simulation(watched, site_url, CHAPTER, "payment")
+    bars, result = sim.locator("svg.pay-bars"), sim.locator(".sim-result")
+    sim.get_by_label("Keys", exact=True).select_option("fresh")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(result).to_contain_text("more")
+    answered(sim)
+    owed, paid, more = re.search(r"should have paid \$(\S+); she has paid \$(\S+)\..*"
+                                 r": \$(\S+) more", result.inner_text()).groups()
+    expect(bars.locator('[data-bar="expected"] .pay-amount')).to_have_text(f"${owed}")
+    expect(bars.locator('[data-bar="actual"] .pay-amount')).to_have_text(f"${paid}")
+    hatched = bars.locator('[data-bar="actual"] [data-part="more"]')
+    expect(hatched).to_have_attribute("fill", re.compile(r"url\(#pay-hatch"))
+    expect(bars.locator('[data-bar="actual"] .pay-part-label')).to_contain_text(
+        f"${more} more")
+    expected, took = bar_width(sim, "expected", "owed"), bar_width(sim, "actual", "owed")
+    assert took == pytest.approx(expected, abs=1)
+    assert bar_width(sim, "actual", "more") == pytest.approx(
+        expected * float(more) / float(owed), abs=1.5)
+    expect(bars).to_have_attribute("aria-label", re.compile(rf"\${paid}.*\${more} more"))
+    sim.get_by_label("Keys", exact=True).select_option("stable")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(result).to_contain_text(": right")
+    answered(sim)
+    expect(bars.locator('[data-part="more"], [data-part="pending"]')).to_have_count(0)
+    assert bar_width(sim, "actual", "owed") == pytest.approx(bar_width(sim, "expected", "owed"))
+    assert watched.problems == []
+
+
+def test_the_payment_bars_draw_a_charge_in_flight_as_pending(watched, site_url):
+    """A stable key, seed 1, one attempt: the bank took $10.00 but the reply
+    was lost and job 1 will retry. That $10.00 is drawn as pending, apart,
+    not as more than she owes."""
+    sim = start_simulation(watched, site_url, CHAPTER, "payment")
+    bars = sim.locator("svg.pay-bars")
+    sim.get_by_label("Keys", exact=True).select_option("stable")
+    sim.get_by_role("button", name="Step one attempt").click()
+    expect(sim.locator(".sim-result")).to_contain_text("$10.00 for order 1, not done yet")
+    actual = bars.locator('[data-bar="actual"]')
+    expect(actual.locator('[data-part="pending"]')).to_have_count(1)
+    expect(actual.locator('[data-part="more"]')).to_have_count(0)
+    expect(actual.locator(".pay-part-label")).to_have_text(re.compile(r"\$10\.00 pending"))
+    expect(actual.locator(".pay-amount")).to_have_text("$10.00")
+    expect(bars.locator('[data-bar="expected"] .pay-amount')).to_have_text("$0.00")
+    expect(bars).to_have_attribute("aria-label", re.compile(r"\$10\.00 pending"))
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(sim.locator(".sim-result")).to_contain_text(": right")
+    answered(sim)
+    expect(bars.locator('[data-part="pending"]')).to_have_count(0)
+    assert watched.problems == []
+
+
+def test_the_payment_picture_follows_the_theme_and_keeps_still_when_asked(watched, site_url):
+    """The marks take the page's own colours, in either theme, and the
+    newest fades in only for a reader who has not asked for less motion."""
+    watched.emulate_media(color_scheme="light", reduced_motion="no-preference")
+    sim = start_simulation(watched, site_url, CHAPTER, "payment")
+    sim.get_by_role("button", name="Step one attempt").click()
+    newest = sim.locator(".pay-attempt.pay-new")
+    expect(newest).to_have_count(1)
+
+    follows_the_theme_and_keeps_still(watched, lambda: newest.evaluate(
+        """(mark) => [mark.querySelector(".pay-took"),
+            mark.querySelector(".pay-label"), mark].map((part) => getComputedStyle(part))
+            .map((style, i) => i < 2 ? style.fill : style.animationName)"""))
+    assert watched.problems == []
+
+
+def test_on_a_phone_the_payment_pictures_fit_their_words(browser, site_url):
+    """At 390 px the bars and every word about them fit the page; the lanes
+    of a short run fit too, each headed by its job and what became of it,
+    and a long run's lanes keep every word inside the picture."""
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER, "payment")
+    sim.get_by_role("button", name="Step one attempt").click()
+    answered(sim)
+    lanes = sim.locator("svg.pay-timeline")
+    expect(lanes.locator('.pay-lane[data-job="1"] .pay-status')).to_contain_text("job 1")
+    assert lanes.evaluate(OUTSIDE) == [] and not lanes.evaluate(WIDER)
+    sim.get_by_label("Keys", exact=True).select_option("fresh")
+    sim.get_by_role("button", name="Run all charges").click()
+    expect(sim.locator(".sim-result")).to_contain_text("more")
+    answered(sim)
+    bars = sim.locator("svg.pay-bars")
+    expect(bars.locator('[data-part="more"]')).to_have_count(1)
+    assert bars.evaluate(OUTSIDE) == [] and not bars.evaluate(WIDER)
+    assert lanes.evaluate(OUTSIDE) == []
+
+
+JOBS_TABLE_CELLS = """(table) => [...table.querySelectorAll("tr")].map((row) =>
+    [...row.children].map((cell) => {
+        const box = cell.getBoundingClientRect();
+        return { top: Math.round(box.top), width: box.width };
+    }))"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_charge_jobs_table_reads_well_on_a_phone_and_stays_a_table(browser, site_url, width):
+    """At 1280 px each job is one line of five cells. At 390 px five columns
+    left what the worker knows a word or two wide, so it takes a line of its
+    own under the other four, as wide as the table, which never scrolls
+    sideways. Either way it is still a table to a screen reader: five
+    column headers, a row header and four cells for each job."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sim = start_simulation(page, site_url, CHAPTER, "payment")
+    sim.get_by_role("button", name="Run all charges").click()
+    answered(sim)
+    table = sim.locator(".sim-panels table")
+    expect(table.locator("tbody tr")).to_have_count(5)
+    expect(table.get_by_role("columnheader")).to_have_count(5)
+    expect(table.get_by_role("rowheader")).to_have_count(5)
+    expect(table.get_by_role("cell")).to_have_count(20)
+    expect(table.get_by_role("cell", name="charged once: the bank approved it", exact=True)
+           ).to_have_count(1)
+    rows = table.evaluate(JOBS_TABLE_CELLS)
+    whole = table.bounding_box()["width"]
+    for cells in rows:
+        assert len(cells) == 5
+        if width == 1280:
+            assert len({cell["top"] for cell in cells}) == 1, cells
+        else:
+            *first, knows = cells
+            assert len({cell["top"] for cell in first}) == 1, cells
+            assert knows["top"] > first[0]["top"], cells
+            assert knows["width"] >= 0.95 * whole, (knows, whole)
+    box = sim.locator(".sim-panels .sim-scroll")
+    assert box.evaluate("(box) => box.scrollWidth <= box.clientWidth")
+    context.close()

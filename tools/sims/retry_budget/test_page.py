@@ -1,0 +1,157 @@
+"""The retry budget in Chromium: its tasks, its pictures and its controls. The
+checks every simulation passes (fit, axe, the standard library, the focus) are
+tools/sims/test_pages.py's; they make the moves in SMOKE."""
+import re
+
+from playwright.sync_api import expect
+
+from tests.browser import (OUTSIDE, answered, follows_the_theme_and_keeps_still,
+                           start_simulation, task_done, tick)
+from tools.sims.retry_budget.engine import RetryBudget
+
+
+CHAPTER = "limits-bounding-the-work.html"
+# What the shared checks do here, a move at a time (tests/browser.py make_moves):
+# enough to fill its tables and pictures and to import all it needs.
+SMOKE = [tick("Retry budget"), tick("Jitter"), tick("Retry budget")]
+
+
+def pictures_fit(sim, page):
+    """Every word of both pictures lies inside them, with the budget and
+    without, the run's last words said either way (the shared checks ask
+    after every move)."""
+    for picture in ("svg.rb-curves", "svg.rb-run"):
+        assert sim.locator(picture).evaluate(OUTSIDE) == [], picture
+
+
+POINTS = """(svg) => [...svg.querySelectorAll(".rb-point")].map((point) => ({
+    line: point.dataset.line, failing: Number(point.dataset.failing),
+    y: point.getBBox().y + point.getBBox().height / 2,
+    shape: point.querySelector("circle") ? "circle" : point.querySelector("rect") ? "square"
+        : "none"}))"""
+
+
+def test_the_retry_budget_curves_are_the_engines_table(watched, site_url):
+    """Eleven points a line, one line per kind of client, told apart by the
+    shape of their points and by their words: without a budget the load
+    climbs to the engine's 3.0× at total failure, with one it stays under
+    the 1.2× line, and each line's last words give its number."""
+    sim = start_simulation(watched, site_url, CHAPTER, "retry-budget")
+    curves = sim.locator("svg.rb-curves")
+    expect(curves).to_have_attribute("role", "img")
+    table = RetryBudget().state()["amplification"]
+    answered(sim)
+    points = curves.evaluate(POINTS)
+    assert sorted(point["failing"] for point in points if point["line"] == "without") == \
+        [row["failing"] for row in table]
+    assert sorted(point["failing"] for point in points if point["line"] == "with") == \
+        [row["failing"] for row in table]
+    assert {point["shape"] for point in points if point["line"] == "without"} == {"circle"}
+    assert {point["shape"] for point in points if point["line"] == "with"} == {"square"}
+    y = {(point["line"], point["failing"]): point["y"] for point in points}
+    mark = curves.locator(".rb-mark").evaluate("(line) => line.getBBox().y")
+    for row in table:                         # higher on the page: more load
+        if row["without"] > row["with"] + 0.05:
+            assert y["without", row["failing"]] < y["with", row["failing"]], row
+        assert y["with", row["failing"]] > mark, row
+    assert y["without", 1.0] < mark
+    last = table[-1]
+    expect(curves.locator('.rb-end[data-line="without"]')).to_contain_text(
+        f"{last['without']:.1f}×")
+    expect(curves.locator('.rb-end[data-line="with"]')).to_contain_text(f"{last['with']:.1f}×")
+    expect(curves.locator(".rb-mark-label")).to_have_text("1.2×")
+    expect(curves).to_have_attribute("aria-label", re.compile(
+        rf"{last['without']:.1f}×.*{last['with']:.1f}×"))
+    assert watched.problems == []
+
+
+def recovery_said(sim):
+    return sim.locator("svg.rb-run .rb-recovery")
+
+
+def test_the_recovery_picture_draws_every_second_and_says_if_it_came_back(watched, site_url):
+    """Sixty seconds, a bar of load and a bar of answers each, the stall
+    shaded and named; without a budget the words on the picture say it
+    never came back, and the last seconds' load bars stand above the line
+    of what the backend can answer. With a budget (switched on from the
+    keyboard) it comes back at the second the engine says, and its load
+    bars drop below that line."""
+    sim = start_simulation(watched, site_url, CHAPTER, "retry-budget")
+    run = sim.locator("svg.rb-run")
+    expect(run).to_have_attribute("role", "img")
+    down = RetryBudget().state()
+    answered(sim)
+    counted = sum(1 for each in down["seconds"] if each["offered"])
+    expect(run.locator(".rb-load")).to_have_count(counted)
+    expect(run.locator(".rb-answered")).to_have_count(counted)
+    stall = down["settings"]["stall"]
+    expect(run.locator(".rb-stall text")).to_contain_text(
+        f"{down['stall_at']:g}–{down['stall_at'] + stall:g} s")
+    expect(recovery_said(sim)).to_contain_text("never")
+    expect(run).to_have_attribute("aria-label", re.compile("never"))
+    capacity = run.locator(".rb-capacity line").evaluate("(line) => line.getBBox().y")
+    tops = """(svg) => [...svg.querySelectorAll(".rb-load")]
+        .filter((bar) => Number(bar.dataset.second) >= 50).map((bar) => bar.getBBox().y)"""
+    assert all(top < capacity for top in run.evaluate(tops))
+    budget = sim.get_by_label("Retry budget", exact=True)
+    budget.focus()
+    watched.keyboard.press("Space")
+    back = RetryBudget(budget=True).state()["recovered_at"]
+    expect(recovery_said(sim)).to_contain_text(f"{back} s")
+    expect(run.locator(".rb-recovered")).to_have_attribute("data-at", str(back))
+    answered(sim)
+    assert all(top > capacity for top in run.evaluate(tops))
+    expect(sim.locator('[aria-live="polite"]')).to_contain_text(f"{back} s")
+    assert watched.problems == []
+
+
+def test_the_retry_budget_tasks_by_keyboard(watched, site_url):
+    """Nothing is done where it starts, though the backend stays down there.
+    Try jitter without a budget (still down), bring it back with the budget,
+    then find a load at which it comes back without one: the load slider
+    moved by its arrow keys until the engine says it came back."""
+    sim = start_simulation(watched, site_url, CHAPTER, "retry-budget", keyboard=True)
+    # A task that is a question ends the line with its question mark alone.
+    expect(sim.locator(".sim-status")).to_have_text(
+        "Try first: without a budget, try jitter: does it bring the backend back?")
+    expect(sim.locator(".sim-tasks li.done")).to_have_count(0)
+    sim.get_by_label("Jitter", exact=True).press("Space")
+    expect(task_done(sim, "stuck")).to_have_class("done")
+    expect(sim.locator(".sim-status")).to_contain_text("Next: ")
+    sim.get_by_label("Retry budget", exact=True).press("Space")
+    expect(task_done(sim, "back")).to_have_class("done")
+    for label in ("Retry budget", "Jitter"):
+        sim.get_by_label(label, exact=True).press("Space")
+        answered(sim)
+    load = sim.get_by_label("Load", exact=True)
+    start, lowest, step = (float(load.get_attribute(name)) for name in ("value", "min", "step"))
+    loads = [round(start - step * count, 2)
+             for count in range(1, round((start - lowest) / step) + 1)]
+    light = next(value for value in loads
+                 if RetryBudget(load=value).state()["recovered_at"] is not None)
+    for value in loads:
+        load.press("ArrowLeft")
+        answered(sim)
+        if value == light:
+            break
+    expect(load).to_have_value(f"{light:g}")
+    expect(task_done(sim, "light")).to_have_class("done")
+    expect(recovery_said(sim)).not_to_contain_text("never")
+    expect(sim.locator(".sim-status")).to_contain_text("That was the last task.")
+    assert watched.problems == []
+
+
+def test_the_retry_budget_picture_follows_the_theme_and_keeps_still_when_asked(watched,
+                                                                             site_url):
+    """Its lines and words take the page's colours in either theme; the
+    words that say where it recovered fade in only for a reader who allows
+    motion."""
+    watched.emulate_media(color_scheme="light", reduced_motion="no-preference")
+    sim = start_simulation(watched, site_url, CHAPTER, "retry-budget")
+    answered(sim)
+
+    follows_the_theme_and_keeps_still(watched, lambda: sim.evaluate("""(sim) => [
+        getComputedStyle(sim.querySelector('.rb-line[data-line="without"]')).stroke,
+        getComputedStyle(sim.querySelector('.rb-end[data-line="without"]')).fill,
+        getComputedStyle(sim.querySelector(".rb-recovery")).animationName]"""))
+    assert watched.problems == []
