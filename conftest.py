@@ -25,7 +25,8 @@ from tests.harness.demo import demo_programs
 from tests.helpers import (SLOW_TIMEWARP, Terminals, fresh_copy, import_learner_file,
                            new_database, require)
 from tests.mutations import MISTAKES
-from tools.sims import api, course
+from tools import course
+from tools.sims import api
 
 ROOT = Path(__file__).resolve().parent
 

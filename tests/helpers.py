@@ -7,7 +7,6 @@ process, an exercise made from a copy of the one before. Import it: `from
 tests.helpers import Clock`."""
 import ast
 import contextlib
-import importlib.util
 import json
 import random
 import re
@@ -20,7 +19,7 @@ from typing import NamedTuple
 
 import pytest
 
-from tools import guide
+from tools import course, guide
 from tools.harness import catalogue, sandbox
 from tools.sims import api
 
@@ -88,10 +87,7 @@ def import_learner_file(path, name):
     problem = sandbox.import_fails(path)
     if problem:
         pytest.fail(problem)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return course.load(path, name)
 
 
 def ask(sim, instance, method, args=None):

@@ -7,16 +7,14 @@ tinyq_pg.py beside code/'s tinyq.py, a new database on the private server
 (the root conftest's `postgresql`), and is graded for capstone/tinyq_pg.py.
 Mark a test `sqlite_only` or `postgresql_only` to keep it on one backend.
 """
-import importlib
 import random
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import Clock, import_learner_file, require
-from tools.harness.catalogue import CODE
+from tools import course
 
 TINYQ, TINYQ_PG = "capstone/tinyq.py", "capstone/tinyq_pg.py"
 GRADED_FOR = {"sqlite": TINYQ, "postgresql": TINYQ_PG}
@@ -52,20 +50,16 @@ def tinyq(backend, source_folder, tmp_path, monkeypatch):
     if backend == "sqlite":
         copy = shutil.copy(require(source_folder, TINYQ), learner)
         return import_learner_file(Path(copy), "tinyq")
-    return import_tinyq_pg(require(source_folder, TINYQ_PG), learner, monkeypatch)
+    return import_tinyq_pg(require(source_folder, TINYQ_PG), learner)
 
 
-def import_tinyq_pg(path, learner, monkeypatch):
-    """tinyq_pg from a copy of path, beside a copy of code/'s tinyq.py."""
-    shutil.copy(CODE / TINYQ, learner)
-    shutil.copy(path, learner)
-    monkeypatch.syspath_prepend(str(learner))
-    for name in ("tinyq", "tinyq_pg"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
+def import_tinyq_pg(path, learner):
+    """tinyq_pg from a copy of path, its `import tinyq` given code/'s tinyq.py."""
+    copy = shutil.copy(path, learner)
     # Imported here, not first in a sandboxed child as other learner files
     # are: the child's Python lacks psycopg. A hang is stopped by pytest's timeout.
     try:
-        return importlib.import_module("tinyq_pg")
+        return course.load(copy, "tinyq_pg", tinyq=course.fresh(TINYQ))
     except Exception as error:
         pytest.fail(f"tinyq_pg.py crashed when imported: {type(error).__name__}: {error}")
 

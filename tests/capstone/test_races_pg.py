@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from tests.helpers import require
+from tools import course
 
 pytestmark = pytest.mark.exercise("capstone/races_pg.py")
 
@@ -62,12 +63,10 @@ def test_a_server_it_cannot_reach_is_named_in_one_line(run, tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_a_transaction_tried_again_keeps_its_isolation_level(source_folder, postgresql,
-                                                            monkeypatch):
+def test_a_transaction_tried_again_keeps_its_isolation_level(source_folder, postgresql):
     """SERIALIZABLE's second try is SERIALIZABLE too, not the server's default."""
     import psycopg
-    monkeypatch.syspath_prepend(str(require(source_folder, "capstone/races_pg.py").parent))
-    import races_pg
+    races_pg = course.load(require(source_folder, "capstone/races_pg.py"))
     with psycopg.connect(postgresql, autocommit=True) as admin:
         admin.execute("CREATE TABLE race_work (id text PRIMARY KEY, tenant text NOT NULL);"
                       "INSERT INTO race_work SELECT 'N' || n, 'North'"

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tools.sims import course
+from tools import course
 
 
 class NoLuck(random.Random):

@@ -36,7 +36,6 @@ disk readers work on, not in memory (/tmp is in memory on some systems):
 SQLite's commits wait for the disk. BENCH_TMPDIR=folder puts them elsewhere.
 """
 import functools
-import importlib.util
 import multiprocessing
 import os
 import queue
@@ -52,23 +51,16 @@ from pathlib import Path
 from huey import SqliteHuey
 from litequeue import LiteQueue
 
+from tools import course
+
 ROOT = Path(__file__).resolve().parents[2]
 CAPSTONE = ROOT / "code" / "capstone"
 
 
-def load(name):
-    """code/capstone/NAME.py, imported from its file: code/ is the learners'
-    folder, not a package. Registered, so that tinyq_pg's `import tinyq`
-    finds the tinyq loaded here."""
-    spec = importlib.util.spec_from_file_location(name, CAPSTONE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tinyq = load("tinyq")
-tinyq_pg = load("tinyq_pg")
+# code/ is the learners' folder, not a package: its files are loaded by path
+# (tools/course.py), and tinyq_pg's `import tinyq` is handed the tinyq loaded here.
+tinyq = course.module("capstone/tinyq.py")
+tinyq_pg = course.fresh("capstone/tinyq_pg.py", tinyq=tinyq)
 
 BENCH_DIR = Path(os.environ.get("BENCH_TMPDIR") or ROOT)
 JOBS = 10_000

@@ -54,10 +54,13 @@ def copy_pyodide(folder):
 
 
 def course_python():
-    """The .py files of tools/sims and code/ that the browser runs: not
+    """The .py files that the browser runs: the package tools' own
+    __init__.py and course.py (which loads code/), tools/sims and code/; not
     Python's caches, nor the simulations' tests and this packing."""
-    return sorted(file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
-                  if "__pycache__" not in file.parts and not runs_only_here(file))
+    tools = ROOT / "tools"
+    return sorted([tools / "__init__.py", tools / "course.py", *(
+        file for folder in (SIMS, ROOT / "code") for file in folder.rglob("*.py")
+        if "__pycache__" not in file.parts and not runs_only_here(file))])
 
 
 def runs_only_here(file):
@@ -104,7 +107,7 @@ def write_sim_archive(path):
     unpacked in the browser. Laid out as in the repository (tools/sims/,
     code/), so an engine finds code/ where it does here. Fixed timestamps,
     so the same sources always give the same bytes."""
-    files = sorted([ROOT / "tools" / "__init__.py", *course_python()])
+    files = course_python()
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for source in files:

@@ -61,7 +61,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import course
+from tools import course
 from ..engine import Engine, action, check
 
 tinyq = course.module("capstone/tinyq.py")

@@ -44,7 +44,7 @@ Or from Python:
 """
 import collections
 
-from .. import course
+from tools import course
 from ..engine import Rerun, program
 
 reader = course.module("herd.py")     # the model, as the reader has it

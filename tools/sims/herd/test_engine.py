@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from tests.helpers import GUIDE, PROSE, ask, earned, run_program
-from tools.sims import course
+from tools import course
 from tools.sims.herd import engine as herd
 from tools.sims.herd.engine import Herd
 

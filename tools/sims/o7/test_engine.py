@@ -6,7 +6,7 @@ import io
 import pytest
 
 from tests.helpers import ask, run_program, tasks
-from tools.sims import course
+from tools import course
 from tools.sims.o7.engine import O7Story
 
 

@@ -56,7 +56,7 @@ import contextlib
 import io
 import types
 
-from .. import course
+from tools import course
 from ..engine import Engine, action, changed, checked, program
 
 tinyq = course.module("capstone/tinyq.py")

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.helpers import ask, run_program, tasks
-from tools.sims import course
+from tools import course
 from tools.sims.payment import engine as payment
 from tools.sims.payment.engine import Payment
 

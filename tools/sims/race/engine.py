@@ -25,7 +25,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from .. import course
+from tools import course
 from ..engine import Engine, action, check
 
 ex05 = course.module("ex05_two_workers.py")
