@@ -58,13 +58,15 @@ def test_every_simulation_folder_has_its_view_its_styles_and_its_smoke_moves(nam
 
 
 def test_a_folder_without_page_tests_fails_rather_than_going_unchecked(monkeypatch, tmp_path):
-    monkeypatch.setitem(SIMS, "queue-depth", tmp_path / "queue_depth")
-    with pytest.raises(pytest.fail.Exception, match="queue_depth/test_page.py is missing"):
-        page_tests("queue-depth")
-    without_moves = types.ModuleType("tools.sims.queue_depth.test_page")
+    # A name no real simulation has (not CONTRIBUTING's queue-depth, which a
+    # maintainer may well add), so that this holds whatever folders exist.
+    monkeypatch.setitem(SIMS, "throwaway-guard", tmp_path / "throwaway_guard")
+    with pytest.raises(pytest.fail.Exception, match="throwaway_guard/test_page.py is missing"):
+        page_tests("throwaway-guard")
+    without_moves = types.ModuleType("tools.sims.throwaway_guard.test_page")
     monkeypatch.setitem(sys.modules, without_moves.__name__, without_moves)
     with pytest.raises(pytest.fail.Exception, match="has no SMOKE list"):
-        page_tests("queue-depth")
+        page_tests("throwaway-guard")
 
 
 @pytest.mark.parametrize("width", [1280, 390])
