@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers import Clock, import_learner_file, require
 from tools import course
+from tools.harness.catalogue import CODE
 
 TINYQ, TINYQ_PG = "capstone/tinyq.py", "capstone/tinyq_pg.py"
 GRADED_FOR = {"sqlite": TINYQ, "postgresql": TINYQ_PG}
@@ -54,7 +55,9 @@ def tinyq(backend, source_folder, tmp_path, monkeypatch):
 
 
 def import_tinyq_pg(path, learner):
-    """tinyq_pg from a copy of path, its `import tinyq` given code/'s tinyq.py."""
+    """tinyq_pg from a copy of path, its `import tinyq` given code/'s tinyq.py,
+    a copy of which stands beside it for the programs a test runs there."""
+    shutil.copy(CODE / TINYQ, learner)
     copy = shutil.copy(path, learner)
     # Imported here, not first in a sandboxed child as other learner files
     # are: the child's Python lacks psycopg. A hang is stopped by pytest's timeout.
