@@ -7,20 +7,17 @@ terminals on a shared clock, and Exercise 9 as a module with its given
 practice world; the harness tests' demo programs; the count of classic
 mistakes graded, printed at the end."""
 import contextlib
-import functools
-import http.server
 import io
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from tools.harness import postgres
-from tests.browser import CHROMIUM
+from tests.browser import CHROMIUM, served
 from tests.harness.demo import demo_programs
 from tests.helpers import (SLOW_TIMEWARP, Terminals, fresh_copy, import_learner_file,
                            new_database, require)
@@ -67,21 +64,12 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)                     # stable: each file keeps its own order
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="session")
 def site_url(site_pages):
     """The built site, served over HTTP on a free localhost port."""
-    handler = functools.partial(QuietHandler, directory=str(site_pages))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with served(site_pages) as url:
+        yield url
+
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,10 @@
 """What the browser tests share: waiting for a simulation's Python, the
 moves a test makes, axe, and the checks that a picture fits its box.
 Their fixtures (Chromium, a watched page, the site) are in conftest.py."""
+import contextlib
+import functools
+import http.server
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +30,24 @@ BOOT_SECONDS = 60                # Pyodide boots in a few; a slow machine gets r
 # Every other wait is for something the page shows once its Python has
 # answered: on a busy machine that can take far longer than Playwright's 5 s.
 expect.set_options(timeout=30_000)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def served(folder):
+    """A built site's folder, served over HTTP on a free localhost port: its URL."""
+    handler = functools.partial(QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def start_simulation(page, site_url, chapter, name, keyboard=False):

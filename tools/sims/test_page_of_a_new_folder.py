@@ -4,19 +4,16 @@ styles and page tests it shows), copied out of CONTRIBUTING.md into a copy
 of tools/, and one `::: {.sim}` line in a guide of one chapter build a site
 on which the new simulation starts, draws and earns its task, with nothing
 else changed."""
-import functools
-import http.server
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import make_moves, start_simulation
+from tests.browser import make_moves, served, start_simulation
 from tools.harness.catalogue import ROOT
 
 CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
@@ -45,13 +42,8 @@ def new_site(tmp_path_factory):
                             env={**os.environ, "PYTHONPATH": str(root)},   # the copy's tools
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root / "site")
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with served(root / "site") as url:
+        yield url
 
 
 def test_a_new_folder_and_one_guide_line_make_a_simulation_that_runs(page, new_site):
