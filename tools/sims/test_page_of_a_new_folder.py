@@ -31,8 +31,10 @@ def new_site(tmp_path_factory):
                                ("engine.py", "test_page.py", "view.css", "view.js")]
     root = tmp_path_factory.mktemp("new-simulation")
     shutil.copytree(ROOT / "tools", root / "tools", ignore=shutil.ignore_patterns("__pycache__"))
-    for shared in ("code", "node_modules"):
-        (root / shared).symlink_to(ROOT / shared)
+    # code/ copied, not linked: the standard library's measure runs Pyodide
+    # under Node on this folder, and its file system does not follow a link out.
+    shutil.copytree(ROOT / "code", root / "code", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "node_modules").symlink_to(ROOT / "node_modules")
     (root / "tools" / "sims" / "queue_depth").mkdir()
     (root / "tools" / "sims" / "queue_depth" / "__init__.py").write_text("")
     for path, text in EXAMPLE.items():
