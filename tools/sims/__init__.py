@@ -15,7 +15,7 @@ site.
 Every list of simulations (the guide's check, the API, the build, the
 tests) comes from folders(), so adding a simulation is adding a folder.
 
-Engines drive the course's own code, loaded from its file by course.py.
+Engines drive the course's own code, loaded from its file by tools/course.py.
 Run one in a terminal, from the course's folder (__main__.py), or list
 them all:
 
