@@ -2,6 +2,7 @@
 # make serve              build it and serve it on http://localhost:8000
 # make check              run every test against code/ (installs what it needs)
 # make check WORK=folder  grade a learner's exercise files in folder instead
+#                         (a learner checks one exercise with python3 check.py)
 # make grade CLASS=folder grade every learner's folder inside folder: a table, and a
 #                         report per learner (EXERCISE=file: only that exercise)
 # make transcripts        re-run guide.md's transcripts and rewrite each one whose output
@@ -71,15 +72,10 @@ grade: $(INSTALLED)
 bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) packages
 	$(VENV)/bin/python -m tools.bench
 
+# check.py, the learner's checker, sets up the same virtualenv on its first run:
+# requirements.txt and the course's tools, as the package `tools` (pyproject.toml)
 $(INSTALLED): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and \
-	  "Python 3.10 or newer is needed; $(PYTHON) is " + sys.version.split()[0])'
-	rm -rf $(VENV)
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
-	# the course's tools, as the package `tools` (pyproject.toml)
-	$(VENV)/bin/python -m pip install --quiet --no-deps --editable .
-	touch $@
+	$(PYTHON) check.py --set-up
 
 # huey and litequeue, which make bench measures tinyq against; check needs neither
 $(BENCH_INSTALLED): requirements-bench.txt $(INSTALLED)

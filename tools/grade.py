@@ -77,14 +77,8 @@ def grade(folder, exercises=(), workers=1, seconds=LEARNER_SECONDS):
         results_file = Path(temp) / "results.json"
         only = [f"--exercise={exercise}" for exercise in exercises]
         side_by_side = [f"--numprocesses={workers}"] if workers > 1 else []
-        tag = uuid.uuid4().hex
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *side_by_side,
-             f"--work={folder}", f"--results-json={results_file}", *only],
-            cwd=ROOT, env={**os.environ, TAG: tag}, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=limit_learner)
-        RUNNING[process] = tag
+        process = start_grading(folder, [*side_by_side, f"--results-json={results_file}",
+                                         *only])
         try:
             if STOPPING.is_set():        # started just as grading was interrupted
                 return {}
@@ -94,6 +88,21 @@ def grade(folder, exercises=(), workers=1, seconds=LEARNER_SECONDS):
         finally:
             stop(process)
         return results.read(results_file)
+
+
+def start_grading(folder, options, output=None):
+    """A pytest process grading a learner's folder (with options), in a
+    process group of its own, with a tag and grading's limits; its output
+    goes to output (a file), or nowhere. stop() ends it."""
+    tag = uuid.uuid4().hex
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--work={folder}",
+         *options],
+        cwd=ROOT, env={**os.environ, TAG: tag}, stdin=subprocess.DEVNULL,
+        stdout=output or subprocess.DEVNULL, stderr=subprocess.STDOUT if output else
+        subprocess.DEVNULL, start_new_session=True, preexec_fn=limit_learner)
+    RUNNING[process] = tag
+    return process
 
 
 def stop(process):

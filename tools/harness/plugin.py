@@ -27,7 +27,7 @@ from sybil.example import SybilFailure
 
 from tools import guide
 
-from . import postgres, update
+from . import postgres, steps, update
 from .catalogue import (BY_FILE, CODE, FILES, GRADED_TESTS, GUIDE, LAB, OPTIONAL, ROOT,
                         exercise_of, where_taught)
 from .results import (EXPLAINED, MISSING, NOT_GRADED, NOT_RUN, PASS, as_text, test_problem,
@@ -60,6 +60,10 @@ def pytest_addoption(parser):
     parser.addoption("--results-json", metavar="PATH",
                      help="also write each exercise's verdict to PATH, as JSON "
                           "(what tools/grade.py reads)")
+    parser.addoption("--steps-to", metavar="FOLDER",
+                     help="also write the exercises' steps to FOLDER: their order once "
+                          "they are collected, and each as it ends (steps.py; what "
+                          "tools/check.py reads)")
     parser.addoption("--update-transcripts", action="store_true",
                      help="rewrite in guide.md each console block whose commands print "
                           "something else (keeping its pids, close timings and `...`)")
@@ -98,6 +102,8 @@ def pytest_configure(config):
                              "no_server": postgres.unavailable() if handed_in else None}
     if not hasattr(config, "workerinput"):      # not an xdist worker
         config.pluginmanager.register(Counter(config.stash[RESULTS]))
+        if config.getoption("--steps-to"):
+            config.pluginmanager.register(steps.Stream(config.getoption("--steps-to"), HARNESS))
         if config.getoption("--update-transcripts"):
             config.pluginmanager.register(update.Updater(GUIDE))
 
@@ -148,6 +154,14 @@ def pytest_collection_modifyitems(config, items):
         others = [item for item in items if exercise_marked(item) not in only]
         config.hook.pytest_deselected(items=others)
         items[:] = [item for item in items if exercise_marked(item) in only]
+
+
+def pytest_collection_finish(session):
+    """With --steps-to, the steps' order: written by one collecting process."""
+    folder = session.config.getoption("--steps-to")
+    worker = getattr(session.config, "workerinput", {}).get("workerid", "gw0")
+    if folder and worker == "gw0":
+        steps.write_plan(folder, session.items, step_order, exercise_marked)
 
 
 BROWSER_FIXTURES = {"page", "browser", "context"}     # pytest-playwright's
@@ -211,6 +225,7 @@ def pytest_runtest_makereport(item, call):
     step = {"exercise": exercise,
             "block": call.when == "call" and hasattr(item, "example"),
             "order": step_order(item),
+            "title": steps.title(item) if exercise else None,
             "problem": problem_of(item, call, report) if exercise and report.failed else None}
     report.user_properties.append((HARNESS, step))
     edits = item.example.namespace.pop(UPDATES, None) if hasattr(item, "example") else None

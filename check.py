@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Check your exercise: run this from the folder where you type them.
+
+    python3 ~/jobs-course/check.py              the file you changed last
+    python3 ~/jobs-course/check.py ex05         that exercise
+    python3 ~/jobs-course/check.py --watch      again each time you save it
+    python3 ~/jobs-course/check.py --help       everything else
+
+It runs the guide's transcripts and the tests of one exercise against your
+file, step by step, and stops at the first step that fails (tools/check.py
+does that). This file only makes sure the checker's tools are there: the
+first time, it sets up the virtual environment .venv beside it, as
+`make check` does; that needs the network once.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+PYTHON = VENV / "bin" / "python"
+# Touched once .venv holds what these list (the Makefile's $(INSTALLED) too).
+INSTALLED = VENV / "installed"
+NEEDS = [ROOT / "requirements.txt", ROOT / "pyproject.toml"]
+
+
+def set_up():
+    """Build .venv from requirements.txt and the course's own package `tools`,
+    afresh: what `make` does before it checks anything."""
+    if sys.version_info < (3, 10):
+        sys.exit(f"Python 3.10 or newer is needed; {sys.executable} is "
+                 f"{sys.version.split()[0]}")
+    print(f"setting up the checker in {VENV} (once; about a minute, and it needs the "
+          f"network)…", file=sys.stderr, flush=True)
+    if VENV.is_symlink():
+        VENV.unlink()                     # the link, never what it points to
+    elif VENV.exists():
+        shutil.rmtree(VENV)
+    steps = [[sys.executable, "-m", "venv", str(VENV)],
+             [str(PYTHON), "-m", "pip", "install", "--quiet", "-r", str(NEEDS[0])],
+             [str(PYTHON), "-m", "pip", "install", "--quiet", "--no-deps", "--editable",
+              str(ROOT)]]
+    for step in steps:
+        if subprocess.run(step, cwd=ROOT).returncode != 0:
+            sys.exit(f"setting up {VENV} failed at: {' '.join(step)}\n"
+                     f"(its error is above); run this again once it is fixed")
+    INSTALLED.touch()
+
+
+def ready():
+    return INSTALLED.is_file() and all(
+        need.stat().st_mtime <= INSTALLED.stat().st_mtime for need in NEEDS)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--set-up"]:          # the Makefile's $(INSTALLED)
+        set_up()
+        sys.exit(0)
+    if not ready():
+        set_up()
+    os.execv(PYTHON, [str(PYTHON), "-m", "tools.check", *sys.argv[1:]])

@@ -1,0 +1,273 @@
+"""The learner's checker, `python3 check.py` (tools/check.py), used as a
+learner uses it: from their folder of exercises, on files that pass, that
+hold a classic mistake, that will not compile, that hang, or are missing;
+interrupted with Ctrl-C; watching a file; remembering what passed."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tools import check, guide
+from tools.harness.catalogue import CODE, FILES, OPTIONAL, ROOT, exercise_of
+
+HANGS = "import time\nwhile True:\n    time.sleep(1)\n"
+
+
+def learner(tmp_path, *files):
+    """A learner's folder holding code/'s copies of these exercise files."""
+    folder = tmp_path / "jobs"
+    folder.mkdir(parents=True)
+    for name in files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CODE / name, folder / name)
+    return folder
+
+
+# The checker as check.py starts it, once .venv is ready (the test of
+# check.py itself is below).
+CHECKER = [sys.executable, "-m", "tools.check"]
+
+
+def run_check(folder, *args, timeout=120, **env):
+    """The checker with ARGS, run from the learner's folder as they would."""
+    return subprocess.run([*CHECKER, *args], cwd=folder,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **env})
+
+
+def transcript_commands(exercise):
+    """The `$ ` lines of the exercise's console blocks, in the guide's order."""
+    return [line for block in guide.read_guide(ROOT / "guide.md")
+            if "console" in block.classes and exercise_of(block) == exercise
+            for line in block.source.splitlines() if line.startswith("$ ")]
+
+
+def told(stdout, mark):
+    return [line[4:] for line in stdout.splitlines() if line.startswith(f"  {mark} ")]
+
+
+def test_a_passing_exercise_is_told_step_by_step_and_remembered(tmp_path):
+    """A file that does what the guide says passes: each transcript command,
+    then each claim, ticked in the guide's order, and the pass remembered."""
+    folder = learner(tmp_path, "ex02_jobs.py")
+    run = run_check(folder)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.match(r"checking ex02_jobs\.py \(about \d+ s\)…\n", run.stdout)
+    ticked = told(run.stdout, check.PASSED)
+    commands = transcript_commands("ex02_jobs.py")
+    assert ticked[:len(commands)] == commands
+    claims = ticked[len(commands):]
+    assert claims and not any(claim.startswith("$ ") for claim in claims)
+    assert "A job holding a sqlite3 connection cannot be turned into JSON (TypeError)." in claims
+    assert f"PASS: ex02_jobs.py, all {len(ticked)} steps." in run.stdout
+    assert set(check.still_passing(folder)) == {"ex02_jobs.py"}
+    assert "Next: ex01_slow_signup.py, in 1. The Waiter Who Cooks" in run.stdout
+
+
+def test_the_first_failing_step_stops_the_check_and_says_where_to_look(tmp_path):
+    """A classic mistake that every transcript hides: the transcripts are
+    ticked, the first claim that sees it fails, and nothing after it runs;
+    an exercise that passed before no longer counts."""
+    folder = learner(tmp_path, "ex07_retries.py")
+    assert run_check(folder).returncode == 0
+    path = folder / "ex07_retries.py"
+    path.write_text(path.read_text().replace(
+        "return fraction * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))",
+        "return fraction * BACKOFF_BASE * 2 ** (attempt - 1)"))
+    run = run_check(folder)
+    assert run.returncode == 1
+    assert told(run.stdout, check.PASSED)[:len(transcript_commands("ex07_retries.py"))] \
+        == transcript_commands("ex07_retries.py")
+    failed = told(run.stdout, check.FAILED)
+    assert len(failed) == 1
+    assert re.search(r"^FAIL: ex07_retries\.py, at tests/exercises/test_ex07\.py:\d+ "
+                     r"\(test_ex07_\w+\)\.$", run.stdout, re.M)
+    assert "Reread: 6. Retry: Trying Again, Politely › Exercise 7: Retries." in run.stdout
+    assert "PASS" not in run.stdout
+    assert check.still_passing(folder) == []
+
+
+def test_a_file_that_will_not_compile_is_an_error_at_its_line(tmp_path):
+    """A syntax error is ERROR, with the file, line and column, and the line."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    path = folder / "ex01_slow_signup.py"
+    lines = path.read_text().splitlines(True)
+    lines[4] = "def broken(:\n"
+    path.write_text("".join(lines))
+    run = run_check(folder)
+    assert run.returncode == 1
+    assert f"  {check.FAILED} ex01_slow_signup.py:5:12: invalid syntax" in run.stdout \
+        or re.search(rf"  {check.FAILED} ex01_slow_signup\.py:5:\d+: ", run.stdout)
+    assert "    def broken(:" in run.stdout
+    assert "ERROR: ex01_slow_signup.py is not Python yet" in run.stdout
+
+
+def test_a_missing_exercise_is_named_with_its_chapter(tmp_path):
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    run = run_check(folder, "ex05")
+    assert run.returncode == 2
+    assert run.stderr == (f"check.py: {folder} has no ex05_two_workers.py: you type it in "
+                          f"4. The Worker: Where Work Happens › Exercise 5: Two Workers and a "
+                          f"Race\n")
+    empty = learner(tmp_path / "other", )
+    run = run_check(empty)
+    assert run.returncode == 2
+    assert "holds no exercise file yet; the first is ex01_slow_signup.py, in 1." in run.stderr
+    assert run_check(folder, "ex99").returncode == 2
+
+
+def test_the_file_changed_last_is_the_one_checked(tmp_path):
+    """With no exercise named, the newest file is checked; from inside the
+    capstone folder, the folder above is the learner's."""
+    folder = learner(tmp_path, "ex01_slow_signup.py", "ex02_jobs.py", "capstone/tinyq.py")
+    old = time.time() - 100
+    os.utime(folder / "ex02_jobs.py", (old, old))
+    os.utime(folder / "capstone" / "tinyq.py", (old, old))
+    assert check.exercise_to_check(folder, None) == "ex01_slow_signup.py"
+    os.utime(folder / "ex02_jobs.py")
+    assert check.exercise_to_check(folder, None) == "ex02_jobs.py"
+    os.chdir(folder / "capstone")
+    assert check.learner_folder(None) == folder
+
+
+@pytest.mark.parametrize("name, exercise", [
+    ("ex05", "ex05_two_workers.py"), ("5", "ex05_two_workers.py"),
+    ("05", "ex05_two_workers.py"), ("ex05_two_workers.py", "ex05_two_workers.py"),
+    ("tinyq", "capstone/tinyq.py"), ("capstone/tinyq.py", "capstone/tinyq.py"),
+    ("herd.py", "herd.py"), ("CHAOS", "capstone/chaos.py")])
+def test_an_exercise_can_be_named_as_a_learner_would(name, exercise):
+    assert check.exercise_named(name) == exercise
+
+
+def test_a_hang_is_a_timeout_that_names_its_step(tmp_path):
+    """A program that never ends is TIMEOUT, at the command that hung."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    (folder / "ex01_slow_signup.py").write_text(HANGS)
+    run = run_check(folder, COMMAND_TIMEOUT="3")
+    assert run.returncode == 1
+    assert re.search(rf"^  {check.FAILED} .*`\$ python3 ex01_slow_signup\.py`", run.stdout, re.M)
+    assert re.search(r"^TIMEOUT: ex01_slow_signup\.py, at guide\.md:\d+\.$", run.stdout, re.M)
+
+
+def carrying(mark):
+    """The processes whose environment holds MARK (every one a run started)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if mark.encode() in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def command_line(pid):
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""                       # it ended meanwhile
+
+
+def test_ctrl_c_stops_the_check_and_everything_it_started(tmp_path):
+    """Ctrl-C in the middle of a check stops it, says so, and leaves no
+    process behind: not pytest, not the learner's hanging program."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    (folder / "ex01_slow_signup.py").write_text(HANGS)
+    mark = f"CHECK_TEST_MARK={uuid.uuid4().hex}"
+    process = subprocess.Popen(CHECKER, cwd=folder,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True,
+                               env={**os.environ, mark.split("=")[0]: mark.split("=")[1]})
+    deadline = time.monotonic() + 60
+    while not any(b"ex01_slow_signup" in command_line(pid) for pid in carrying(mark)):
+        assert time.monotonic() < deadline, "the learner's program never started"
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)        # what a terminal does on Ctrl-C
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "stopped (Ctrl-C): the check and every program it started are stopped." in err
+    assert carrying(mark) == []
+
+
+def test_watch_checks_again_on_each_save_and_never_moves_on(tmp_path):
+    """--watch checks the exercise, then again when its file is saved; a
+    newer file of another exercise is never checked."""
+    folder = learner(tmp_path, "ex01_slow_signup.py", "ex02_jobs.py")
+    fine = (folder / "ex01_slow_signup.py").read_text()
+    (folder / "ex01_slow_signup.py").write_text(fine.replace("create_account(address)\n", "", 1))
+    process = subprocess.Popen([*CHECKER, "ex01", "--watch"],
+                               cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    lines = []
+
+    def read_until(pattern):
+        while True:
+            line = process.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+            if re.match(pattern, line):
+                return
+
+    try:
+        read_until(r"watching ex01_slow_signup\.py")
+        (folder / "ex02_jobs.py").touch()
+        (folder / "ex01_slow_signup.py").write_text(fine)
+        read_until(r"watching ex01_slow_signup\.py")
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        process.communicate(timeout=60)
+    text = "".join(lines)
+    assert [line for line in text.splitlines() if line.startswith("checking")] == \
+        [line for line in text.splitlines() if line.startswith("checking ex01_slow_signup")]
+    verdicts = re.findall(r"^(PASS|FAIL|ERROR|TIMEOUT): ", text, re.M)
+    assert verdicts[0] != "PASS" and verdicts[-1] == "PASS" and len(verdicts) == 2, text
+
+
+def test_progress_lists_what_passed_and_what_comes_next(tmp_path, capsys):
+    """The progress file remembers each pass with its file's digest: an edit
+    since then does not count, the whole course passing is said, and
+    deleting the file starts over."""
+    folder = learner(tmp_path, *FILES)
+    required = [file for file in check.course_order() if file not in OPTIONAL]
+    for file in required[:-1]:
+        check.record(folder, file, "PASS", 1.0)
+    check.show_progress(folder)
+    said = capsys.readouterr().out
+    assert f"({len(required) - 1} of {len(required)})" in said
+    assert f"Next: {required[-1]}, in" in said
+    check.record(folder, required[-1], "PASS", 1.0)
+    check.show_progress(folder)
+    assert "Every exercise of the course passes." in capsys.readouterr().out
+    (folder / required[0]).write_text("# changed\n")
+    check.show_progress(folder)
+    assert f"Next: {required[0]}, in" in capsys.readouterr().out
+    (folder / check.PROGRESS).unlink()
+    check.show_progress(folder)
+    assert "none yet" in capsys.readouterr().out
+
+
+def test_the_course_order_is_the_guides():
+    order = check.course_order()
+    assert sorted(order) == sorted(FILES)
+    assert order.index("capstone/chaos.py") < order.index("ex09_charge_worker.py")
+    assert order[:3] == ["ex01_slow_signup.py", "ex02_jobs.py", "ex03_memory_queue.py"]
+
+
+def test_check_py_starts_the_checker_once_the_tools_are_there(tmp_path):
+    """check.py, run by any python3, hands over to the checker in .venv. (It
+    sets .venv up first where it is missing, which `make` does with it too;
+    this test never does, as it would replace the environment it runs in.)"""
+    launcher = {"__file__": str(ROOT / "check.py")}
+    exec(compile((ROOT / "check.py").read_text(), "check.py", "exec"), launcher)
+    assert launcher["ready"](), ".venv is not set up: run make first"
+    run = subprocess.run(["python3", str(ROOT / "check.py"), "--help"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("usage: python3 check.py [-h] [--watch]")

@@ -1,0 +1,436 @@
+"""The learner's checker: one exercise, step by step, stopping at the first
+step that fails. check.py at the repository's root starts it, from the
+folder where the learner types their exercises:
+
+    python3 ~/jobs-course/check.py [FOLDER] [EXERCISE] [--watch]
+
+It checks EXERCISE (ex05, 5, tinyq, capstone/tinyq.py: any name that is
+clear), or else the exercise file changed last. It grades it as `make check
+WORK=FOLDER` does: in a copy of the course with the learner's file put in
+(their folder is never written to, but for the progress file), with
+grading's limits on time, CPU and memory. It prints each step as it passes
+(a transcript's commands, a test's claim) in the order results.py tells
+them, and at the first that fails, what went wrong, the section to reread
+and, when the failure is a classic mistake's, a hint (tools/mistakes.py).
+
+The progress file, course-progress.txt in the learner's folder, remembers
+each exercise that passed, with its file's digest: a file edited since then
+counts as not checked. Exit status: 0 passed, 1 did not, 2 a usage
+mistake, 130 interrupted.
+"""
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tools import grade
+from tools.harness import results, steps
+from tools.harness.catalogue import FILES, GUIDE, OPTIONAL, ROOT, where_taught
+
+PROGRESS = "course-progress.txt"
+CHECK_SECONDS = 300          # one exercise's check at the most; then TIMEOUT
+POLL = 0.1                   # seconds between looks at what the run wrote
+WORKERS = 3                  # test processes side by side (tools/bench measures)
+# About how long each exercise's check takes on a 2-core machine: make
+# bench prints what it measures beside these. Once a learner's exercise
+# has passed, their own last time is used instead.
+ABOUT = {"ex01_slow_signup.py": 2, "ex02_jobs.py": 3, "ex03_memory_queue.py": 4,
+         "ex04_durable_queue.py": 6, "ex05_two_workers.py": 15, "ex06_leases.py": 8,
+         "ex07_retries.py": 6, "ex08_idempotency.py": 8, "ex09_charge_worker.py": 8,
+         "herd.py": 3, "capstone/tinyq.py": 15, "capstone/shop.py": 10,
+         "capstone/chaos.py": 20}
+PASSED, FAILED, SKIPPED = "✔", "✘", "–"
+
+
+class Usage(Exception):
+    """A mistake in what the learner asked for: said plainly, exit status 2."""
+
+
+# ---------------------------------------------------------------- what to check
+
+def learner_folder(named):
+    """The folder named, or the current one (its parent, from inside the
+    capstone/ folder of exercises)."""
+    folder = Path(named or ".").resolve()
+    if not folder.is_dir():
+        raise Usage(f"{named}: no such folder")
+    if not named and folder.name == "capstone" and typed(folder.parent):
+        return folder.parent
+    return folder
+
+
+def typed(folder):
+    """The exercise files the folder holds."""
+    return [name for name in FILES if (folder / name).is_file()]
+
+
+def exercise_named(name):
+    """The exercise file a learner's name for it means: ex05, 5, tinyq,
+    capstone/tinyq.py, ex05_two_workers.py."""
+    wanted = name.lower().removesuffix(".py")
+    if wanted.isdigit():
+        wanted = f"ex{int(wanted):02}"
+    matches = [file for file in FILES if wanted in (file.removesuffix(".py"), Path(file).stem)] \
+        or [file for file in FILES if Path(file).stem.startswith(wanted + "_")]
+    if len(matches) != 1:
+        raise Usage(f"no exercise is called {name!r}; the exercises are "
+                    f"{', '.join(Path(file).stem for file in course_order())}")
+    return matches[0]
+
+
+def exercise_to_check(folder, name):
+    """The exercise named, which the folder must hold, or the one changed last."""
+    if name:
+        exercise = exercise_named(name)
+        if not (folder / exercise).is_file():
+            raise Usage(f"{folder} has no {exercise}: you type it in {taught_in(exercise)}")
+        return exercise
+    files = typed(folder)
+    if not files:
+        first = course_order()[0]
+        raise Usage(f"{folder} holds no exercise file yet; the first is {first}, "
+                    f"in {taught_in(first)}")
+    return max(files, key=lambda file: (folder / file).stat().st_mtime_ns)
+
+
+def course_order():
+    """The exercise files in the order the guide teaches them (Exercise 9
+    comes after the capstone): where each first appears as a listing."""
+    text = GUIDE.read_text(encoding="utf-8")
+    return sorted(FILES, key=lambda file: text.find(f'include="code/{file}"'))
+
+
+def taught_in(exercise):
+    return where_taught(GUIDE.read_text(encoding="utf-8"), exercise)
+
+
+def section_at(line):
+    """The chapter and section of guide.md that its line is in."""
+    before = "".join(GUIDE.read_text(encoding="utf-8").splitlines(True)[:line])
+    chapter = re.findall(r"^# (.+)$", before, re.M)
+    section = re.findall(r"^## (.+)$", before[before.rfind("\n# "):], re.M)
+    return " › ".join(chapter[-1:] + section[-1:]) or "the guide"
+
+
+def syntax_error(folder, exercise):
+    """FILE:LINE:COLUMN and Python's complaint, if the file will not compile."""
+    path = folder / exercise
+    try:
+        compile(path.read_bytes(), str(path), "exec")
+    except SyntaxError as error:
+        where = f"{exercise}:{error.lineno}" + (f":{error.offset}" if error.offset else "")
+        shown = [f"    {error.text.rstrip()}"] if error.text else []
+        if error.text and error.offset:
+            shown.append("    " + " " * (error.offset - 1) + "^")
+        return [f"{where}: {error.msg}", *shown]
+    except ValueError as error:          # a NUL byte, for one
+        return [f"{exercise}: {error}"]
+    return None
+
+
+# ---------------------------------------------------------------- running it
+
+class Run:
+    """One exercise's grading, in a pytest process that writes its steps
+    (steps.py) to a temporary folder, read as they come."""
+
+    def __init__(self, folder, exercise):
+        self.scratch = tempfile.TemporaryDirectory(prefix="check-")
+        self.out = Path(self.scratch.name)
+        self.log = open(self.out / "pytest.log", "w+", encoding="utf-8")
+        self.process = grade.start_grading(
+            folder, [f"--exercise={exercise}", f"--steps-to={self.out}",
+                     f"--numprocesses={WORKERS}"], output=self.log)
+        self.ended = {}
+        self.read_up_to = 0
+
+    def plan(self):
+        """The steps, in order, once the run has collected them; else None."""
+        try:
+            return json.loads((self.out / steps.PLAN).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def poll(self):
+        """{step id: its line} of the steps that have ended so far."""
+        try:
+            with open(self.out / steps.STEPS, encoding="utf-8") as lines:
+                lines.seek(self.read_up_to)
+                text = lines.read()
+        except FileNotFoundError:
+            return self.ended
+        whole = text[:text.rfind("\n") + 1]      # a line being written waits
+        self.read_up_to += len(whole.encode("utf-8"))
+        for line in whole.splitlines():
+            step = json.loads(line)
+            self.ended[step["id"]] = step
+        return self.ended
+
+    def finished(self):
+        return self.process.poll() is not None
+
+    def what_pytest_said(self, most=15):
+        self.log.seek(0)
+        return self.log.read().strip().splitlines()[-most:]
+
+    def stop(self):
+        grade.stop(self.process)
+        self.log.close()
+        self.scratch.cleanup()
+
+
+def check(folder, exercise, say=print):
+    """Check one exercise, saying each step; its verdict (results.py's)."""
+    start = time.monotonic()
+    error = syntax_error(folder, exercise)
+    if error:
+        say(f"  {FAILED} {error[0]}")
+        for line in error[1:]:
+            say(line)
+        say(f"\n{results.ERROR}: {exercise} is not Python yet, so nothing of it could run.")
+        return results.ERROR, time.monotonic() - start
+    run = Run(folder, exercise)
+    try:
+        verdict = narrate(run, exercise, start, say)
+    finally:
+        run.stop()
+    return verdict, time.monotonic() - start
+
+
+def narrate(run, exercise, start, say):
+    """Print the steps in their order as they end; stop at the first that
+    failed, at the time limit, or when the run ends."""
+    told = 0
+    while True:
+        done = run.finished()            # before reading: nothing it wrote is missed
+        plan, ended = run.plan(), run.poll()
+        while plan is not None and told < len(plan) and plan[told]["id"] in ended:
+            step, line = plan[told], ended[plan[told]["id"]]
+            if line["outcome"] == "failed":
+                tell_before(step, line["problem"], say)
+                return failure(exercise, step, line["problem"], say)
+            tell(step, line["outcome"], say)
+            told += 1
+        if plan is not None and told == len(plan):
+            return passed(exercise, len(plan), say)
+        if done:
+            return broke_off(run, exercise, plan, told, say)
+        if time.monotonic() - start > CHECK_SECONDS:
+            return timed_out(exercise, plan, told, say)
+        time.sleep(POLL)
+
+
+def tell(step, outcome, say):
+    mark = PASSED if outcome == "passed" else SKIPPED
+    for line in step["title"]:
+        say(f"  {mark} {line}")
+
+
+def tell_before(step, problem, say):
+    """A failing transcript's commands that came before the failing one."""
+    failing = f"$ {problem.get('command')}"
+    if failing in step["title"]:
+        tell({"title": step["title"][:step["title"].index(failing)]}, "passed", say)
+
+
+def failure(exercise, step, problem, say):
+    """The failing step: what it claimed, its short diff or error, where it
+    is, the section to reread and any classic mistake's hint."""
+    verdict = problem["kind"]
+    say(f"  {FAILED} {problem['claim']}")
+    if problem["output"]:
+        say("")
+        for line in problem["output"].splitlines():
+            say(f"      {line}")
+        if any(line.startswith(("+", "-")) for line in problem["output"].splitlines()):
+            say("\n    (- lines are what the guide shows, + lines what your program printed)")
+    where = problem["where"]
+    reread = section_at(int(where.split(":")[1])) if where.startswith("guide.md:") \
+        else taught_in(exercise)
+    test = f" ({problem['test'].rpartition('::')[2]})" if problem["test"] else ""
+    say(f"\n{verdict}: {exercise}, at {where}{test}.")
+    say(f"Reread: {reread}.")
+    for hint in hints(exercise, problem):
+        say(f"Hint: {hint}")
+    return verdict
+
+
+def hints(exercise, problem):
+    """The hints of the classic mistakes that stop at this step."""
+    try:
+        from tools import mistakes
+    except ImportError:
+        return []
+    return mistakes.hints_for(exercise, step_name(problem))
+
+
+def step_name(problem):
+    """A step as tools/mistakes.py names it: a test's function, or a
+    transcript's failing command as typed."""
+    if problem["test"]:
+        return problem["test"].rpartition("::")[2].partition("[")[0]
+    return problem.get("command")
+
+
+def passed(exercise, count, say):
+    say(f"\n{results.PASS}: {exercise}, all {count} steps.")
+    return results.PASS
+
+
+def broke_off(run, exercise, plan, told, say):
+    """The run ended with steps untold: the checker itself went wrong."""
+    step = plan[told]["title"][0] if plan and told < len(plan) else "collecting the steps"
+    say(f"\nThe check stopped before it could finish ({step}); pytest's last lines:")
+    for line in run.what_pytest_said():
+        say(f"    {line}")
+    return results.ERROR
+
+
+def timed_out(exercise, plan, told, say):
+    step = plan[told]["title"][0] if plan and told < len(plan) else "collecting the steps"
+    say(f"  {FAILED} {step}")
+    say(f"\n{results.TIMEOUT}: {exercise} was still being checked after {CHECK_SECONDS} s, "
+        f"at the step above: something in it waits for ever, or loops.")
+    say(f"Reread: {taught_in(exercise)}.")
+    return results.TIMEOUT
+
+
+# ---------------------------------------------------------------- progress
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def read_progress(folder):
+    """{exercise: (digest, seconds)} of the exercises that passed."""
+    try:
+        text = (folder / PROGRESS).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    progress = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[0] == "passed" and fields[1] in FILES:
+            progress[fields[1]] = (fields[2], float(fields[3].removesuffix("s")))
+    return progress
+
+
+def write_progress(folder, progress):
+    lines = ["# What check.py has seen pass in this folder: the exercise, a digest of",
+             "# the file that passed, how long its check took. Delete this file to",
+             "# start over."]
+    lines += [f"passed {exercise} {sha} {seconds:.1f}s"
+              for exercise, (sha, seconds) in sorted(progress.items(),
+                                                     key=lambda each: FILES.index(each[0]))]
+    (folder / PROGRESS).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def record(folder, exercise, verdict, seconds):
+    progress = read_progress(folder)
+    if verdict == results.PASS:
+        progress[exercise] = (digest(folder / exercise), seconds)
+    else:
+        progress.pop(exercise, None)
+    write_progress(folder, progress)
+
+
+def still_passing(folder):
+    """The exercises that passed and have not changed since."""
+    return [exercise for exercise, (sha, _) in read_progress(folder).items()
+            if (folder / exercise).is_file() and digest(folder / exercise) == sha]
+
+
+def show_progress(folder, say=print):
+    done = still_passing(folder)
+    required = [file for file in course_order() if file not in OPTIONAL]
+    passed_ = [file for file in course_order() if file in done]
+    say(f"\nPassed so far ({PROGRESS}): "
+        f"{', '.join(Path(file).stem for file in passed_) or 'none yet'} "
+        f"({len([f for f in passed_ if f in required])} of {len(required)}).")
+    todo = [file for file in required if file not in done]
+    if todo:
+        say(f"Next: {todo[0]}, in {taught_in(todo[0])}.")
+    else:
+        say("Every exercise of the course passes. Well done.")
+
+
+def about(folder, exercise):
+    seconds = read_progress(folder).get(exercise, (None, ABOUT.get(exercise, 10)))[1]
+    return max(1, round(seconds))
+
+
+# ---------------------------------------------------------------- the command
+
+def check_and_record(folder, exercise):
+    print(f"checking {exercise} (about {about(folder, exercise)} s)…", flush=True)
+    verdict, seconds = check(folder, exercise, say=lambda line: print(line, flush=True))
+    record(folder, exercise, verdict, seconds)
+    show_progress(folder)
+    return verdict
+
+
+def watch(folder, exercise):
+    """Check the exercise, then again each time its file is saved, until Ctrl-C."""
+    path = folder / exercise
+    while True:
+        check_and_record(folder, exercise)
+        print(f"\nwatching {exercise}: save it to check it again (Ctrl-C to stop)", flush=True)
+        seen = saved(path)
+        while saved(path) == seen:
+            time.sleep(0.3)
+        print()
+
+
+def saved(path):
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python3 check.py",
+        description="Check one exercise against the guide, step by step.",
+        epilog=f"It remembers what passed in {PROGRESS}, in your folder; "
+               "delete that file to start over.")
+    parser.add_argument("names", nargs="*", metavar="FOLDER or EXERCISE",
+                        help="your folder of exercises (default: this one) and the "
+                             "exercise to check (default: the file you changed last), "
+                             "e.g. ex05 or tinyq")
+    parser.add_argument("--watch", action="store_true",
+                        help="check it again each time you save it")
+    parser.add_argument("--progress", action="store_true",
+                        help="only show what has passed so far, and what comes next")
+    args = parser.parse_args(argv)
+    try:
+        folders = [name for name in args.names if Path(name).is_dir()]
+        names = [name for name in args.names if name not in folders]
+        if len(folders) > 1 or len(names) > 1:
+            raise Usage("name at most one folder and one exercise")
+        folder = learner_folder(folders[0] if folders else None)
+        if args.progress:
+            show_progress(folder)
+            return 0
+        exercise = exercise_to_check(folder, names[0] if names else None)
+    except Usage as problem:
+        print(f"check.py: {problem}", file=sys.stderr)
+        return 2
+    try:
+        if args.watch:
+            watch(folder, exercise)
+        return 0 if check_and_record(folder, exercise) == results.PASS else 1
+    except KeyboardInterrupt:
+        print("\nstopped (Ctrl-C): the check and every program it started are stopped.",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
