@@ -156,6 +156,31 @@ def test_a_hang_is_a_timeout_that_names_its_step(tmp_path):
     assert re.search(r"^TIMEOUT: ex01_slow_signup\.py, at guide\.md:\d+\.$", run.stdout, re.M)
 
 
+def test_a_check_that_runs_past_its_limit_is_a_timeout_at_its_step(tmp_path, monkeypatch):
+    """Whatever hangs, the check ends at its own limit: TIMEOUT, naming the
+    step it was waiting for."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    (folder / "ex01_slow_signup.py").write_text(HANGS)
+    monkeypatch.setenv("COMMAND_TIMEOUT", "120")     # the harness waits longer
+    said = []
+    verdict, seconds = check.check(folder, "ex01_slow_signup.py", said.append, seconds=20)
+    assert verdict == "TIMEOUT" and seconds < 60
+    assert said[0] == f"  {check.FAILED} $ python3 ex01_slow_signup.py"
+    assert said[1].startswith("\nTIMEOUT: ex01_slow_signup.py was still being checked")
+
+
+def test_a_program_that_deletes_files_leaves_the_learners_folder_alone(tmp_path):
+    """The checker runs a copy: a program that deletes every file beside it
+    deletes none of the learner's."""
+    folder = learner(tmp_path, "ex02_jobs.py", "ex03_memory_queue.py")
+    (folder / "ex04_durable_queue.py").write_text(
+        "import os\nfor name in os.listdir('.'):\n    os.remove(name)\n")
+    before = {path: path.read_bytes() for path in folder.iterdir()}
+    assert run_check(folder, "ex04").returncode == 1
+    after = {path: path.read_bytes() for path in folder.iterdir() if path.name != check.PROGRESS}
+    assert after == before
+
+
 def carrying(mark):
     """The processes whose environment holds MARK (every one a run started)."""
     found = []

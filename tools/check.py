@@ -184,8 +184,9 @@ class Run:
         self.scratch.cleanup()
 
 
-def check(folder, exercise, say=print):
-    """Check one exercise, saying each step; its verdict (results.py's)."""
+def check(folder, exercise, say=print, seconds=CHECK_SECONDS):
+    """Check one exercise, saying each step: (its verdict, as results.py
+    names them, and the seconds it took). After `seconds`, TIMEOUT."""
     start = time.monotonic()
     error = syntax_error(folder, exercise)
     if error:
@@ -196,15 +197,15 @@ def check(folder, exercise, say=print):
         return results.ERROR, time.monotonic() - start
     run = Run(folder, exercise)
     try:
-        verdict = narrate(run, exercise, start, say)
+        verdict = narrate(run, exercise, start + seconds, say)
     finally:
         run.stop()
     return verdict, time.monotonic() - start
 
 
-def narrate(run, exercise, start, say):
+def narrate(run, exercise, deadline, say):
     """Print the steps in their order as they end; stop at the first that
-    failed, at the time limit, or when the run ends."""
+    failed, at the deadline (time.monotonic's), or when the run ends."""
     told = 0
     while True:
         done = run.finished()            # before reading: nothing it wrote is missed
@@ -220,7 +221,7 @@ def narrate(run, exercise, start, say):
             return passed(exercise, len(plan), say)
         if done:
             return broke_off(run, exercise, plan, told, say)
-        if time.monotonic() - start > CHECK_SECONDS:
+        if time.monotonic() > deadline:
             return timed_out(exercise, plan, told, say)
         time.sleep(POLL)
 
@@ -294,8 +295,8 @@ def broke_off(run, exercise, plan, told, say):
 def timed_out(exercise, plan, told, say):
     step = plan[told]["title"][0] if plan and told < len(plan) else "collecting the steps"
     say(f"  {FAILED} {step}")
-    say(f"\n{results.TIMEOUT}: {exercise} was still being checked after {CHECK_SECONDS} s, "
-        f"at the step above: something in it waits for ever, or loops.")
+    say(f"\n{results.TIMEOUT}: {exercise} was still being checked at its time limit, at "
+        f"the step above: something in it waits for ever, or loops.")
     say(f"Reread: {taught_in(exercise)}.")
     return results.TIMEOUT
 
