@@ -70,8 +70,14 @@ def pytest_addoption(parser):
 
 
 def pytest_ignore_collect(collection_path, config):
-    if config.getoption("--work") and collection_path.is_file() \
-            and from_root(collection_path) not in GRADED:
+    """With --work, only what grades exercises is collected; with
+    --exercise, only what grades those (the rest would be deselected)."""
+    if not collection_path.is_file():
+        return None
+    only = config.getoption("--exercise")
+    graded = {"guide.md", *(test for name in only for test in BY_FILE[name].tests)} \
+        if only and all(name in BY_FILE for name in only) else GRADED
+    if (config.getoption("--work") or only) and from_root(collection_path) not in graded:
         return True
     return None
 
