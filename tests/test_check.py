@@ -278,6 +278,27 @@ def test_progress_lists_what_passed_and_what_comes_next(tmp_path, capsys):
     assert "none yet" in capsys.readouterr().out
 
 
+def test_progress_alone_is_shown_on_asking(tmp_path):
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    run = run_check(folder, "--progress")
+    assert run.returncode == 0
+    assert run.stdout == ("\nPassed so far (course-progress.txt): none yet (0 of 12).\n"
+                          "Next: ex01_slow_signup.py, in 1. The Waiter Who Cooks › "
+                          "Exercise 1: A Signup That Makes You Wait.\n")
+
+
+def test_a_crash_is_shown_in_the_learners_own_file(tmp_path):
+    """A traceback names the learner's file, not the copy it ran in."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    path = folder / "ex01_slow_signup.py"
+    path.write_text(path.read_text().replace("    create_account(address)\n",
+                                             "    create_acount(address)\n"))
+    run = run_check(folder)
+    assert run.returncode == 1
+    assert re.search(r'^ +\+  File "ex01_slow_signup\.py", line \d+, in ', run.stdout, re.M), \
+        run.stdout
+
+
 def test_the_course_order_is_the_guides():
     order = check.course_order()
     assert sorted(order) == sorted(FILES)

@@ -45,6 +45,9 @@ ABOUT = {"ex01_slow_signup.py": 2, "ex02_jobs.py": 3, "ex03_memory_queue.py": 4,
          "herd.py": 3, "capstone/tinyq.py": 15, "capstone/shop.py": 10,
          "capstone/chaos.py": 20}
 PASSED, FAILED, SKIPPED = "✔", "✘", "–"
+# Where a transcript's copy of the learner's folder is (sessions.py): a
+# traceback's path into it is shown as the learner's own file's name.
+COPY_PATH = re.compile(r'[^\s"]*/transcript-[^/\s"]+/work/')
 
 
 class Usage(Exception):
@@ -247,7 +250,7 @@ def failure(exercise, step, problem, say):
     if problem["output"]:
         say("")
         for line in problem["output"].splitlines():
-            say(f"      {line}")
+            say(f"      {COPY_PATH.sub('', line)}")
         if any(line.startswith(("+", "-")) for line in problem["output"].splitlines()):
             say("\n    (- lines are what the guide shows, + lines what your program printed)")
     where = problem["where"]
@@ -357,7 +360,7 @@ def show_progress(folder, say=print):
     if todo:
         say(f"Next: {todo[0]}, in {taught_in(todo[0])}.")
     else:
-        say("Every exercise of the course passes. Well done.")
+        say("Every exercise of the course passes.")
 
 
 def about(folder, exercise):
