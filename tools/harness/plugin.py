@@ -8,6 +8,9 @@ them to a JSON file, which grading reads. It works the same with -n
 (pytest-xdist): its scheduler keeps a session's blocks in one worker, and
 the summary is counted from the reports the workers send.
 
+With --steps-to FOLDER it also tells each step as it ends, in files that
+the learner's checker reads (steps.py).
+
 With --update-transcripts (`make transcripts`), a console block whose
 commands print something else is rewritten in guide.md instead of failing
 (update.py): the workers send their edits with their reports, and the
