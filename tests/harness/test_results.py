@@ -1,7 +1,6 @@
 """results.py: a failing step as a problem, its kind, its short output, and
 which step decides an exercise's verdict."""
 
-import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -127,6 +126,23 @@ def test_rewording_a_failure_cannot_change_its_kind(demo, monkeypatch, name):
     assert {**said, "claim": None} == {**resaid, "claim": None}
 
 
+def test_a_block_after_its_session_failed_is_silent_whatever_it_says(demo):
+    """A later block of a session that had already failed says where it had,
+    as data, and is passed over for the step that said why, however the
+    first is worded."""
+    text, lines = guide_text(('{.console session="s"}', "$ echo job 2\njob 1\n"),
+                             ('{.console session="s"}', "$ echo job 3\njob 3\n"))
+    first, later = sessions.check_text(text, demo).values()
+    assert later.failed_earlier == f"guide.md:{lines[0]}" and later.command is None
+    reworded = sandbox.Failure(later.where, "the wrong line printed was: +job 2",
+                               failed_earlier=later.failed_earlier)
+    for each in (later, reworded):
+        problems = [results_module.transcript_problem(each),
+                    results_module.transcript_problem(first)]
+        assert problems[0]["silent"] and not problems[1]["silent"]
+        assert results_module.verdict_of(problems) == ("FAIL", 1)
+
+
 TEST_KINDS = '''
 import time
 import pytest
@@ -139,7 +155,7 @@ def test_hangs():
 
 @pytest.mark.exercise("ex02_jobs.py")
 def test_says_timeout_and_more():
-    pytest.fail("Timeout (>2.0s) from pytest-timeout. still running, SyntaxError, "
+    pytest.fail("Timeout (>4.0s) from pytest-timeout. still running, SyntaxError, "
                 "crashed when imported")
 
 @pytest.mark.exercise("ex03_memory_queue.py")
@@ -148,7 +164,8 @@ def test_imports_a_syntax_error(tmp_path):
     import_learner_file(tmp_path / "broken.py", "broken")
 
 @pytest.mark.exercise("ex04_durable_queue.py")
-def test_imports_a_file_that_hangs(tmp_path):
+def test_imports_a_file_that_hangs(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "COMMAND_TIMEOUT", 1)
     (tmp_path / "stuck.py").write_text("import time\\ntime.sleep(60)\\n")
     import_learner_file(tmp_path / "stuck.py", "stuck")
 
@@ -170,9 +187,8 @@ def test_a_tests_kind_comes_from_its_exception(tmp_path):
     results_file = tmp_path / "results.json"
     subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                     "-c", str(catalogue.ROOT / "pytest.ini"), "--rootdir", str(catalogue.ROOT),
-                    "--timeout=3", f"--results-json={results_file}", str(tmp_path)],
-                   cwd=catalogue.ROOT, capture_output=True, text=True,
-                   env={**os.environ, "COMMAND_TIMEOUT": "1"})
+                    "--timeout=4", f"--results-json={results_file}", str(tmp_path)],
+                   cwd=catalogue.ROOT, capture_output=True, text=True)
     graded = results_module.read(results_file)
     kinds = {exercise: [problem["kind"] for problem in each["problems"]]
              for exercise, each in graded.items() if each["problems"]}
