@@ -286,12 +286,13 @@ def kind_of_test_failure(error):
 
 
 def raised_by(error, function):
-    """Whether the error was raised inside a call of function."""
-    frame = error.__traceback__ if error is not None else None
-    while frame is not None:
-        if frame.tb_frame.f_code is function.__code__:
+    """Whether the error was raised inside a call of function: whether a
+    frame of its traceback runs the function's code."""
+    entry = error.__traceback__ if error is not None else None
+    while entry is not None:
+        if entry.tb_frame.f_code is function.__code__:
             return True
-        frame = frame.tb_next
+        entry = entry.tb_next
     return False
 
 

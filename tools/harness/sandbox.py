@@ -129,7 +129,8 @@ def import_fails(path):
                     kind=ERROR, command=command)
             except TranscriptError as error:
                 IMPORTED[key] = Failure(None, f"importing {path.name}: {error.failure.claim}",
-                                        error.failure.output, kind=TIMEOUT, command=command)
+                                        error.failure.output, kind=error.failure.kind,
+                                        command=command)
     return IMPORTED[key]
 
 
