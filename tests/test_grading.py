@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -181,6 +182,58 @@ def test_ctrl_c_stops_every_grading_and_writes_nothing(tmp_path):
                                 "grading interrupted: nothing written"], err
     assert out == ""
     assert sorted(path.name for path in learners.iterdir()) == ["ann", "bob"]
+
+
+def test_sigterm_stops_every_grading_and_writes_nothing(tmp_path):
+    """SIGTERM (a CI limit, `timeout`, a service manager) stops grade.py as
+    Ctrl-C does: every learner's pytest and every program it started end
+    with it, it writes nothing, says so, and exits as a shell reports a
+    SIGTERM (143). What grade.py starts is found by a variable of this test's
+    own in its environment, which every process it starts inherits."""
+    learners = tmp_path / "class"
+    (learners / "ann").mkdir(parents=True)
+    pids = tmp_path / "ann.pids"
+    (learners / "ann" / "ex03_memory_queue.py").write_text(
+        f"import os\nopen({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n" + HANGS)
+    tag = uuid.uuid4().hex
+    mark = f"SIGTERM_TEST={tag}"
+    grading = subprocess.Popen(
+        [sys.executable, "tools/grade.py", str(learners), "--exercise", "ex03_memory_queue.py"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "COMMAND_TIMEOUT": "600", "SIGTERM_TEST": tag})
+    try:
+        deadline = time.monotonic() + 120
+        while grading.poll() is None and time.monotonic() < deadline and not pids.exists():
+            time.sleep(0.1)                   # until the learner's program waits
+        assert pids.exists() and marked(mark), "the learner's program never started"
+        grading.send_signal(signal.SIGTERM)
+        out, err = grading.communicate(timeout=60)
+        left = marked(mark)
+    finally:                                  # if it failed, leave nothing running
+        grading.kill()
+        grading.communicate()
+        for pid in marked(mark):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, left
+    assert grading.returncode == 143, err
+    assert err.splitlines() == ["grading 1 learners, 1 side by side",
+                                "grading stopped by SIGTERM: nothing written"], err
+    assert out == ""
+    assert sorted(path.name for path in learners.iterdir()) == ["ann"]
+
+
+def marked(mark):
+    """{pid: command line} of the running processes whose environment holds
+    mark ("NAME=value")."""
+    found = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if mark.encode() in (entry / "environ").read_bytes().split(b"\0") \
+                    and running(int(entry.name)):
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            pass                              # gone, or not ours to read
+    return found
 
 
 def running(pid):

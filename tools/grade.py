@@ -26,6 +26,8 @@ they were (an interrupted grading leaves them so). A learner folder may
 not be called `reports`. It prints its progress to stderr (a line as each
 learner's grading ends) and the Markdown table to stdout. Exit status: 0
 when every learner passed everything, 1 otherwise, 2 for a usage mistake.
+Ctrl-C or SIGTERM stops every learner's grading and writes nothing (exit
+status 130 or 143, as a shell reports them).
 """
 import argparse
 import concurrent.futures
@@ -252,7 +254,8 @@ def write_all(class_folder, header, rows, reports):
 def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     """{learner's name: their grades}, in the learners' order, graded jobs at
     a time; a line on stderr as each learner's grading ends. Interrupted
-    (Ctrl-C), it stops every grading still running before it gives up."""
+    (Ctrl-C, or SIGTERM), it stops every grading still running before it
+    gives up."""
     start = time.monotonic()
     side_by_side = min(jobs, len(learners))
     # Most tests wait for the programs they run: as make check does, run
@@ -345,9 +348,26 @@ def main(argv=None):
     return 0 if everyone_passed else 1
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: grading ends as on Ctrl-C (a BaseException, as
+    KeyboardInterrupt is, so that no `except Exception` holds it up)."""
+
+
+def terminated(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)    # once is enough: stopping takes a while
+    raise Terminated
+
+
 if __name__ == "__main__":
+    # Python's default for SIGTERM ends this process at once, with no
+    # `finally`, and the learners' pytest processes (each in a session of
+    # its own) would go on grading: raise instead, as Ctrl-C does.
+    signal.signal(signal.SIGTERM, terminated)
     try:
         sys.exit(main())
     except KeyboardInterrupt:            # grade_all has stopped every grading
         print("grading interrupted: nothing written", file=sys.stderr)
         sys.exit(130)                    # as a shell reports a Ctrl-C
+    except Terminated:
+        print("grading stopped by SIGTERM: nothing written", file=sys.stderr)
+        sys.exit(128 + signal.SIGTERM)   # 143, as a shell reports it

@@ -15,6 +15,7 @@ import pytest
 
 from tests.helpers import Clock, import_learner_file, require
 from tools import course
+from tools.harness import results, sandbox
 from tools.harness.catalogue import CODE
 
 TINYQ, TINYQ_PG = "capstone/tinyq.py", "capstone/tinyq_pg.py"
@@ -64,7 +65,8 @@ def import_tinyq_pg(path, learner):
     try:
         return course.load(copy, "tinyq_pg", tinyq=course.fresh(TINYQ))
     except Exception as error:
-        pytest.fail(f"tinyq_pg.py crashed when imported: {type(error).__name__}: {error}")
+        pytest.fail(sandbox.Failure(None, "tinyq_pg.py crashed when imported",
+                                    f"{type(error).__name__}: {error}", kind=results.ERROR))
 
 
 @pytest.fixture

@@ -129,6 +129,14 @@ def may_still_show(expected_lines, printed, timings=None):
                for count in range(len(expected_lines) + 1))
 
 
+def printed_not_shown(expected_lines, actual_lines):
+    """The actual lines that the diff of the two adds (short_diff's `+`
+    lines, all of them): those printed that the guide does not show, in order."""
+    matcher = difflib.SequenceMatcher(None, expected_lines, actual_lines)
+    return [line for tag, _, _, start, end in matcher.get_opcodes()
+            if tag in ("replace", "insert") for line in actual_lines[start:end]]
+
+
 def short_diff(expected_lines, actual_lines, limit=30):
     diff = list(difflib.unified_diff(
         expected_lines, actual_lines, "expected (guide)", "actual", lineterm="", n=2))

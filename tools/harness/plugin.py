@@ -25,6 +25,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
+import pytest_timeout
 from sybil import Sybil
 from sybil.example import SybilFailure
 
@@ -33,8 +34,10 @@ from tools import guide
 from . import postgres, steps, update
 from .catalogue import (BY_FILE, CODE, FILES, GRADED_TESTS, GUIDE, LAB, OPTIONAL, ROOT,
                         exercise_of, where_taught)
-from .results import (EXPLAINED, MISSING, NOT_GRADED, NOT_RUN, PASS, as_text, test_problem,
-                      transcript_problem, verdict_of, write as write_results)
+from .results import (ERROR, EXPLAINED, FAIL, MISSING, NOT_GRADED, NOT_RUN, PASS, TIMEOUT,
+                      as_text, test_problem, transcript_problem, verdict_of,
+                      write as write_results)
+from .sandbox import Failure, TranscriptError
 from .sessions import UPDATES, close_sessions, parse_console_blocks
 
 RESULTS = pytest.StashKey[dict]()
@@ -285,11 +288,51 @@ def problem_of(item, call, report):
     """A failed step as results.py's problem: where, claim, kind, short output."""
     error = call.excinfo.value if call.excinfo else None
     if isinstance(error, SybilFailure):
-        return transcript_problem(error.result)  # already says guide.md:LINE
+        return transcript_problem(error.result)  # a sandbox.Failure (check_in_session's)
     docstring = item.function.__doc__ if isinstance(item, pytest.Function) else ""
     path, line, _ = item.location
     text = call.excinfo.exconly() if call.excinfo else report.longreprtext
-    return test_problem(item.nodeid, path, (line or 0) + 1, docstring, text)
+    return test_problem(item.nodeid, path, (line or 0) + 1, docstring, text,
+                        kind_of_test_failure(error))
+
+
+def kind_of_test_failure(error):
+    """A failed test's kind, from its exception: TIMEOUT when pytest-timeout
+    stopped it; the kind of the harness's failure it carries, or was raised
+    while handling (a learner file that would not import, a command that
+    hung); ERROR for a file Python would not compile; FAIL otherwise."""
+    if raised_by(error, pytest_timeout.timeout_sigalrm):
+        return TIMEOUT
+    failure = harness_failure(error)
+    if failure is not None:
+        return failure.kind
+    return ERROR if isinstance(error, SyntaxError) else FAIL
+
+
+def raised_by(error, function):
+    """Whether the error was raised inside a call of function: whether a
+    frame of its traceback runs the function's code."""
+    entry = error.__traceback__ if error is not None else None
+    while entry is not None:
+        if entry.tb_frame.f_code is function.__code__:
+            return True
+        entry = entry.tb_next
+    return False
+
+
+def harness_failure(error):
+    """The sandbox.Failure that the error carries (a TranscriptError's, or
+    one given to pytest.fail), or that the error it was raised while
+    handling carries; None if none does."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, TranscriptError):
+            return error.failure
+        if isinstance(error, pytest.fail.Exception) and isinstance(error.msg, Failure):
+            return error.msg
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def pytest_terminal_summary(terminalreporter, config):

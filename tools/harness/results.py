@@ -11,7 +11,9 @@ with --results-json PATH, writes them to a JSON file:
          "problems": [{"where": "guide.md:LINE", "test": null,
                        "claim": "`$ python3 ex01_slow_signup.py` printed something else.",
                        "kind": "FAIL",
-                       "output": "-ann@example.com: account created\\n+ann@..."}]},
+                       "output": "-ann@example.com: account created\\n+ann@...",
+                       "command": "python3 ex01_slow_signup.py",
+                       "silent": false}]},
                    ...}}
 
 in the course's order. A problem is one step that failed: a transcript's
@@ -19,7 +21,14 @@ command (`where` is its guide.md:LINE, `test` is null, the claim names the
 command) or a claims test (`where` is the test file's LINE, `test` its pytest
 id, the claim the first sentence of its docstring). `kind` is what that step
 did (FAIL, ERROR or TIMEOUT, below), and `output` its short diff or error,
-at most OUTPUT_LINES lines. The problems are in the order the steps come:
+at most OUTPUT_LINES lines. `command` is the transcript's command that
+failed, as the guide shows it after its `$ ` (null for a test, and for a
+block that failed before any command ran). `silent` is true for a step that
+does not say why it failed (see `verdict_of`). The kind comes with the
+failure as data, from where it happened: sessions.py's diff of the lines
+(`kind_of_printed`) or its timeout, sandbox.py's import check, or the
+test's exception (plugin.py), never from a message's words. The problems
+are in the order the steps come:
 the guide's transcripts in the guide's order (the path the learner walks),
 then the tests, file by file, in the order they are written; so
 problems[0] is the step that comes first. `decided_by` is the
@@ -44,31 +53,31 @@ NOT_GRADED = "NOT GRADED"     # the optional lab, where no PostgreSQL server can
 EXPLAINED = (FAIL, ERROR, TIMEOUT)
 OUTPUT_LINES = 12             # of a problem's diff or error, at the most
 
-WHERE = re.compile(r"(guide\.md:\d+): ")
 TRACEBACK = "Traceback (most recent call last):"
+# How Python reports a file it would not compile (with no traceback when it
+# is the program itself); the second and third are kinds of the first.
+COMPILE_ERRORS = ("SyntaxError: ", "IndentationError: ", "TabError: ")
 
 
-def transcript_problem(message):
-    """A transcript's failure (sessions.py's message, which starts with
-    guide.md:LINE) as a problem: its first line is the claim, the rest the diff."""
-    first, _, rest = message.partition("\n")
-    match = WHERE.match(first)
-    where, claim = (match.group(1), first[match.end():]) if match else ("guide.md", first)
-    return problem(where, None, sentence(claim), rest)
+def transcript_problem(failure):
+    """A transcript's failure (a sandbox.Failure, as sessions.py reports it) as
+    a problem. A step that printed nothing the guide does not show, and did
+    not crash or hang, is silent (see verdict_of)."""
+    silent = failure.kind == FAIL and not failure.unexpected
+    return problem(failure.where or "guide.md", None, sentence(failure.claim), failure.output,
+                   failure.kind, command=failure.command, silent=silent)
 
 
-def test_problem(nodeid, path, line, docstring, error):
+def test_problem(nodeid, path, line, docstring, error, kind):
     """A claims test's failure as a problem: where the test is, its claim, its error."""
     claim = first_sentence(docstring) or nodeid.rpartition("::")[2].removeprefix(
         "test_").replace("_", " ")
-    return problem(f"{path}:{line}", nodeid, sentence(claim), error)
+    return problem(f"{path}:{line}", nodeid, sentence(claim), error, kind)
 
 
-def problem(where, test, claim, output):
-    output = output.strip("\n")
-    return {"where": where, "test": test, "claim": claim,
-            "kind": problem_kind(output if test else claim + "\n" + output, test is None),
-            "output": shortened(output)}
+def problem(where, test, claim, output, kind, command=None, silent=False):
+    return {"where": where, "test": test, "claim": claim, "kind": kind,
+            "output": shortened(output.strip("\n")), "command": command, "silent": silent}
 
 
 def first_sentence(text):
@@ -82,49 +91,32 @@ def sentence(text):
     return text if not text or text[-1] in ".!?" else text + "."
 
 
-def problem_kind(text, transcript):
-    """TIMEOUT when a program ran too long; ERROR when it would not compile,
-    would not import, or, in a transcript, crashed by itself: the first line
-    it printed that the guide does not show starts a traceback (the guide's
-    Break Its show tracebacks too, and a traceback after a wrong line is that
-    wrong value's consequence), unless the crash was the transcript's own
-    Ctrl-C arriving at another moment; otherwise FAIL, a program that ran and
-    did or printed something else."""
-    if re.search(r"still running|had not printed, after|Failed: Timeout \(>", text):
-        return TIMEOUT
-    if re.search(r"SyntaxError|IndentationError|crashed when imported", text):
+def kind_of_printed(lines):
+    """The kind of a command that printed these lines the guide does not
+    show (in the order printed): ERROR when it crashed by itself, FAIL when
+    it ran and printed something else. It crashed when Python says it would
+    not compile a file, or when the first of these lines starts a traceback
+    (the guide's Break Its show tracebacks too, and a traceback after a wrong
+    line is that wrong value's consequence), unless the crash was the
+    transcript's own Ctrl-C arriving at another moment."""
+    lines = [line for line in lines if line.strip()]
+    if any(line.startswith(COMPILE_ERRORS) for line in lines):
         return ERROR
-    if not transcript:
-        return FAIL
-    added = [line[1:] for line in text.splitlines()
-             if line.startswith("+") and not line.startswith("+++") and line[1:].strip()]
-    crashed = bool(added) and added[0] == TRACEBACK
-    interrupted = "KeyboardInterrupt" in added
-    return ERROR if crashed and not interrupted else FAIL
-
-
-def printed_something(problem):
-    """Whether a step says why it failed: it printed a line the guide does not
-    show, crashed, hung, or is a test. A transcript step that only printed less
-    than the guide shows (a file that defines nothing prints nothing) does not,
-    and neither does a later block of a session that had already failed."""
-    if problem["kind"] != FAIL or problem["test"]:
-        return True
-    if "already failed at" in problem["claim"]:
-        return False
-    return any(line.startswith("+") and not line.startswith("+++")
-               for line in problem["output"].splitlines())
+    crashed = bool(lines) and lines[0] == TRACEBACK
+    return ERROR if crashed and "KeyboardInterrupt" not in lines else FAIL
 
 
 def verdict_of(problems):
     """(verdict, index of the problem that decides it) for an exercise's
     problems in the order their steps come. The first failing step decides:
     ERROR only if it crashed by itself, TIMEOUT if it hung, FAIL if it printed
-    or did something else, even when a later step then crashed. Steps that
-    only printed less than the guide shows are passed over for the first
-    that says more (when none does, the verdict is FAIL, from the first)."""
+    or did something else, even when a later step then crashed. Silent steps,
+    which do not say why they failed (they only printed less than the guide
+    shows, as a file that defines nothing prints nothing, or their session
+    had already failed), are passed over for the first that says more (when
+    none does, the verdict is FAIL, from the first)."""
     for index, each in enumerate(problems):
-        if printed_something(each):
+        if not each["silent"]:
             return each["kind"], index
     return FAIL, 0
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from .catalogue import CODE
+from .results import ERROR, FAIL, TIMEOUT
 
 TIMEWARP_FOLDER = Path(__file__).resolve().parent / "timewarp"
 TIMEWARP_FACTOR = 20          # sleeps run 20 times faster; clocks still agree
@@ -39,8 +40,37 @@ LEFTOVERS = shutil.ignore_patterns(
     ".*", "__pycache__", "*.db", "*.db-wal", "*.db-shm", "outbox.txt")
 
 
+class Failure(str):
+    """What went wrong in one step, as data for grading and as the message
+    that says it (a str: Sybil fails an example whose evaluator returns a
+    true value, and keeps a str as it is, in SybilFailure.result):
+      kind          results.FAIL, ERROR or TIMEOUT: what the step did
+      where         "guide.md:LINE" of the line that failed, or None
+      claim         what went wrong, in words
+      output        the short diff or the error, or ""
+      command       the `$ ` command that failed, as typed (without "$ "), or None
+      failed_earlier  for a block of a session that had already failed:
+                    where it had ("guide.md:LINE"); else None
+      unexpected    the lines the command printed that the guide does not show
+    The message is "WHERE: CLAIM", then ":" and the output on lines of its own."""
+
+    def __new__(cls, where, claim, output="", *, kind=FAIL, command=None,
+                failed_earlier=None, unexpected=()):
+        said = f"{where}: {claim}" if where else claim
+        failure = super().__new__(cls, f"{said}:\n{output}" if output else said)
+        failure.kind, failure.where, failure.claim, failure.output = kind, where, claim, output
+        failure.command, failure.failed_earlier = command, failed_earlier
+        failure.unexpected = tuple(unexpected)
+        return failure
+
+
 class TranscriptError(Exception):
-    """A command or console block that cannot be run, or prints something else."""
+    """A command or console block that cannot be run, or prints something
+    else; its `failure` (a Failure, made of the same arguments) says how."""
+
+    def __init__(self, *args, **data):
+        self.failure = Failure(*args, **data)
+        super().__init__(self.failure)
 
 
 class EditError(ValueError):
@@ -80,21 +110,27 @@ IMPORTED = {}                 # a file's SHA-256 -> None, or why importing it fa
 
 def import_fails(path):
     """None if the Python file at path can be imported, in a child process
-    with the usual limits, within COMMAND_TIMEOUT; otherwise what went wrong.
-    Tests that import a learner's module call this first, so a file that
-    hangs or crashes on import fails those tests at once, each of them,
-    instead of hanging the test run. Checked once per file content."""
+    with the usual limits, within COMMAND_TIMEOUT; otherwise a Failure: an
+    ERROR (it crashed, or would not compile) or a TIMEOUT. Tests that import
+    a learner's module call this first, so a file that hangs or crashes on
+    import fails those tests at once, each of them, instead of hanging the
+    test run (pytest.fail(failure): the plugin finds the failure's kind in
+    the exception). Checked once per file content."""
     path = Path(path)
     key = hashlib.sha256(path.read_bytes()).hexdigest()
     if key not in IMPORTED:
+        command = f"python3 -c 'import {path.stem}'"
         with tempfile.TemporaryDirectory(dir=SCRATCH) as folder:
             shutil.copy(path, folder)
             try:
-                status, output = run(f"python3 -c 'import {path.stem}'", folder)
-                IMPORTED[key] = None if status == 0 else \
-                    f"{path.name} crashed when imported:\n{output}"
+                status, output = run(command, folder, timeout=COMMAND_TIMEOUT)
+                IMPORTED[key] = None if status == 0 else Failure(
+                    None, f"{path.name} crashed when imported", output.rstrip("\n"),
+                    kind=ERROR, command=command)
             except TranscriptError as error:
-                IMPORTED[key] = f"importing {path.name}: {error}"
+                IMPORTED[key] = Failure(None, f"importing {path.name}: {error.failure.claim}",
+                                        error.failure.output, kind=error.failure.kind,
+                                        command=command)
     return IMPORTED[key]
 
 
@@ -252,8 +288,8 @@ def run(command, folder, timewarp=TIMEWARP_FACTOR, timeout=COMMAND_TIMEOUT, cloc
             process.stop()
     if not exited:
         raise TranscriptError(
-            f"`$ {command}` was still running after {timeout} s, so it was stopped; "
-            f"it had printed:\n{process.output()}")
+            None, f"`$ {command}` was still running after {timeout} s, so it was stopped; "
+            f"it had printed", process.output(), kind=TIMEOUT, command=command)
     return process.popen.returncode, process.output()
 
 

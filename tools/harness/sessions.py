@@ -37,8 +37,10 @@ from tools import guide
 
 from . import postgres, sandbox, update
 from .catalogue import exercise_of
-from .compare import compared, lines_shown, may_still_show, short_diff, shows_so_far, tidy
-from .sandbox import (SCRATCH, TIMEWARP_FACTOR, EditError, Process, TranscriptError,
+from .compare import (compared, lines_shown, may_still_show, printed_not_shown, short_diff,
+                      shows_so_far, tidy)
+from .results import TIMEOUT, kind_of_printed
+from .sandbox import (SCRATCH, TIMEWARP_FACTOR, EditError, Failure, Process, TranscriptError,
                       apply_edit, child_environment, copy_sources, link_python, new_clock,
                       pause)
 
@@ -105,7 +107,7 @@ def read_edit(block):
     file_name, colon, change = spec.partition(": ")
     old, arrow, new = change.partition(" => ")
     if not (colon and arrow and file_name.strip() and old):
-        raise TranscriptError(f'{block.where()}: edit="{spec}" is not of the form FILE: OLD => NEW')
+        raise TranscriptError(block.where(), f'edit="{spec}" is not of the form FILE: OLD => NEW')
     return file_name.strip(), old, new
 
 
@@ -113,8 +115,8 @@ def read_timings(block):
     """What the block says of its timings: None, "vary" or "late"."""
     value = block.attributes.get("timings")
     if value not in (None, "vary", "late"):
-        raise TranscriptError(f'{block.where()}: timings="{value}" should be timings="vary" '
-                              f'or timings="late"')
+        raise TranscriptError(block.where(), f'timings="{value}" should be timings="vary" '
+                                             f'or timings="late"')
     return value
 
 
@@ -125,7 +127,7 @@ def read_timewarp(block):
             return factor
     except ValueError:
         pass
-    raise TranscriptError(f'{block.where()}: timewarp="{factor}" is not a positive number')
+    raise TranscriptError(block.where(), f'timewarp="{factor}" is not a positive number')
 
 
 
@@ -158,8 +160,8 @@ class Session:
         first = self.blocks[0]
         exercise = exercise_of(first)
         if exercise and not (self.source_folder / exercise).is_file():
-            raise TranscriptError(
-                f"{first.where()}: {exercise} is missing from {self.source_folder}")
+            raise TranscriptError(first.where(),
+                                  f"{exercise} is missing from {self.source_folder}")
         timewarp = read_timewarp(first)
         self.factor = float(timewarp)
         self.temp = Path(tempfile.mkdtemp(prefix="transcript-", dir=SCRATCH))
@@ -176,12 +178,12 @@ class Session:
         """A private PostgreSQL server for the session; its address, which
         the commands find in $DATABASE, as a reader's shell has it."""
         if first.attributes["database"] != "postgresql":
-            raise TranscriptError(f'{first.where()}: database="{first.attributes["database"]}"'
+            raise TranscriptError(first.where(), f'database="{first.attributes["database"]}"'
                                   f' is not a database the harness can start; "postgresql" is')
         try:
             address = self.server.enter_context(postgres.server(fsync="off"))
         except postgres.Unavailable as error:
-            raise TranscriptError(f"{first.where()}: this block needs a PostgreSQL server,"
+            raise TranscriptError(first.where(), f"this block needs a PostgreSQL server,"
                                   f" and none could be started: {error}") from None
         packages = postgres.reader_packages(self.temp / "packages")
         self.env["PYTHONPATH"] += f"{os.pathsep}{packages}"
@@ -198,22 +200,22 @@ class Session:
         """Run one block: start its commands, send its ^C, wait for its output."""
         unknown = sorted(set(block.attributes) - guide.CONSOLE_ATTRS)
         if unknown:
-            raise TranscriptError(
-                f"{block.where()}: unknown console attribute {', '.join(unknown)}")
+            raise TranscriptError(block.where(),
+                                  f"unknown console attribute {', '.join(unknown)}")
         for name in ("timewarp", "database"):
             if name in block.attributes and block is not self.blocks[0]:
-                raise TranscriptError(f"{block.where()}: {name} belongs on the session's first "
-                                      f"block, {self.blocks[0].where()}")
+                raise TranscriptError(block.where(), f"{name} belongs on the session's first "
+                                                     f"block, {self.blocks[0].where()}")
         lines = block.source.splitlines()
         if not any(line.strip() for line in lines):
-            raise TranscriptError(f"{block.where()}: console block without a `$ ` command")
+            raise TranscriptError(block.where(), "console block without a `$ ` command")
         if self.temp is None:
             self.open()
         if "edit" in block.attributes:
             try:
                 apply_edit(self.folder, *read_edit(block))
             except EditError as error:
-                raise TranscriptError(f"{block.where()}: {error}") from None
+                raise TranscriptError(block.where(), str(error)) from None
 
         terminal = block.attributes.get("terminal", "1")
         commands_here = sum(line.startswith("$ ") for line in lines)
@@ -226,8 +228,8 @@ class Session:
                 self.terminals[terminal].new_piece(block, offset + 1)
             elif running is None:
                 if text.strip():
-                    raise TranscriptError(f"{block.where(offset)}: output before the first `$ ` "
-                                          f"command" + self.nothing_running(terminal))
+                    raise TranscriptError(block.where(offset), "output before the first `$ ` "
+                                          "command" + self.nothing_running(terminal))
             elif text.startswith(INTERRUPT):
                 self.wait_for_output(running, block.where(offset))
                 self.pause_before_typing(terminal)
@@ -296,13 +298,14 @@ class Session:
         want, got, _ = compared(expected, printed, timings)
         if command.process.exited:
             raise printed_something_else(command, want, got)
+        said = f"{command.label} (from {command.at})"
         if went_wrong:
-            problem = "printed something else than the guide shows up to here"
-        else:
-            problem = (f"had not printed, after {sandbox.SYNC_TIMEOUT} s, "
-                       f"what the guide shows up to here")
-        raise TranscriptError(f"{where}: {command.label} (from {command.at}) {problem}:\n"
-                              f"{short_diff(want, got)}")
+            raise printed_other_lines(
+                where, f"{said} printed something else than the guide shows up to here",
+                command, want, got)
+        raise TranscriptError(where, f"{said} had not printed, after {sandbox.SYNC_TIMEOUT} s, "
+                                     f"what the guide shows up to here",
+                              short_diff(want, got), kind=TIMEOUT, command=command.text)
 
     def wait_to_update(self, command, where):
         """In update mode: wait as wait_for_output does while the command's
@@ -329,8 +332,9 @@ class Session:
             if waited >= sandbox.SYNC_TIMEOUT:
                 problem = ("kept printing other lines than the guide shows" if differs(printed)
                            else "had not printed what the guide shows up to here")
-                raise TranscriptError(f"{where}: {command.label} (from {command.at}) {problem}, "
-                                      f"after {sandbox.SYNC_TIMEOUT} s")
+                raise TranscriptError(where, f"{command.label} (from {command.at}) {problem}, "
+                                             f"after {sandbox.SYNC_TIMEOUT} s",
+                                      kind=TIMEOUT, command=command.text)
             seen = len(printed)
         printed = command.process.printed()
         count = lines_shown(expected, printed, timings)
@@ -342,9 +346,10 @@ class Session:
         """Wait until the command ends, then compare all it printed with all the guide shows."""
         if not command.process.wait_until(lambda lines, exited: exited, sandbox.SYNC_TIMEOUT):
             last_lines = "".join(command.process.printed()[-10:])
-            raise TranscriptError(f"{command.where} is still running {moment} "
+            raise TranscriptError(command.at, f"{command.label} is still running {moment} "
                                   f"({sandbox.SYNC_TIMEOUT} s later); end it with ^C in the "
-                                  f"transcript. Its last lines:\n{last_lines}")
+                                  f"transcript. Its last lines", last_lines,
+                                  kind=TIMEOUT, command=command.text)
         want, got, matches = compared(command.expected, command.process.printed(),
                                       command.timings)
         if matches:
@@ -354,8 +359,8 @@ class Session:
         try:
             self.edits += update.edits(command, command.process.printed())
         except update.CannotUpdate as error:
-            raise TranscriptError(f"{command.where} printed something else, and {error}:\n"
-                                  f"{short_diff(want, got)}") from None
+            raise printed_other_lines(command.at, f"{command.label} printed something else, "
+                                      f"and {error}", command, want, got) from None
 
     def finish(self):
         moment = "at the end of the session" if self.name else "at the end of the block"
@@ -364,11 +369,21 @@ class Session:
 
 
 def printed_something_else(command, want, got):
-    return TranscriptError(f"{command.where} printed something else:\n{short_diff(want, got)}")
+    return printed_other_lines(command.at, f"{command.label} printed something else",
+                               command, want, got)
+
+
+def printed_other_lines(where, claim, command, want, got):
+    """The failure of a command that printed got where the guide shows want,
+    its kind decided here, from the lines (results.kind_of_printed)."""
+    unexpected = printed_not_shown(want, got)
+    return TranscriptError(where, claim, short_diff(want, got), kind=kind_of_printed(unexpected),
+                           command=command.text, unexpected=unexpected)
 
 
 def check_in_session(block, namespace):
-    """Run a block as the next step of its session; None, or what went wrong.
+    """Run a block as the next step of its session; None, or what went wrong
+    (a sandbox.Failure: a message that carries its kind, where and command).
 
     namespace holds "source_folder", the sessions still running, and
     optionally "pace" (see Session).
@@ -387,11 +402,12 @@ def check_in_session(block, namespace):
     else:
         session = sessions.get(name)
         if session and session.failed_at:
-            return f"{block.where()}: session \"{name}\" already failed at {session.failed_at}"
+            return Failure(block.where(), f'session "{name}" already failed at '
+                                          f'{session.failed_at}', failed_earlier=session.failed_at)
         if session is None or session.blocks_run != index:
-            return (f"{block.where()}: this block continues session \"{name}\", whose earlier "
-                    f"blocks did not all run before it; run the whole session, from its first "
-                    f"block at {blocks[0].where()}")
+            return Failure(block.where(), f'this block continues session "{name}", whose earlier '
+                                          f"blocks did not all run before it; run the whole "
+                                          f"session, from its first block at {blocks[0].where()}")
     last = block is blocks[-1]
     try:
         session.run(block)
@@ -400,7 +416,7 @@ def check_in_session(block, namespace):
             namespace.setdefault(UPDATES, []).extend(session.edits)
     except TranscriptError as error:
         session.failed_at = block.where()
-        return str(error)
+        return error.failure
     except BaseException:            # a bug, or Ctrl-C: leave no process behind
         session.failed_at = block.where()
         raise
