@@ -94,6 +94,21 @@ def test_the_first_failing_step_stops_the_check_and_says_where_to_look(tmp_path)
     assert check.still_passing(folder) == []
 
 
+def test_a_failing_command_comes_after_the_commands_of_its_block_that_passed(tmp_path):
+    """In a transcript of several commands, those before the failing one are
+    ticked, and the failing one is named."""
+    folder = learner(tmp_path, "ex07_retries.py")
+    path = folder / "ex07_retries.py"
+    path.write_text(path.read_text().replace("if attempts >= MAX_ATTEMPTS:",
+                                             "if attempts + 1 >= MAX_ATTEMPTS:"))
+    run = run_check(folder)
+    assert run.returncode == 1
+    lines = run.stdout.splitlines()
+    failed = next(at for at, line in enumerate(lines) if line.startswith(f"  {check.FAILED}"))
+    assert lines[failed - 1] == f"  {check.PASSED} $ python3 ex07_retries.py setup"
+    assert lines[failed].startswith(f"  {check.FAILED} `$ python3 ex07_retries.py work --seed 1`")
+
+
 def test_a_file_that_will_not_compile_is_an_error_at_its_line(tmp_path):
     """A syntax error is ERROR, with the file, line and column, and the line."""
     folder = learner(tmp_path, "ex01_slow_signup.py")
