@@ -162,3 +162,21 @@ def test_an_edited_exercise_differs_from_the_one_before_only_where_the_guide_say
     statement, and every comment between statements, is the same, in the same
     order."""
     EDIT.check_against(folder)
+
+
+def test_ex06_lease_seconds_is_the_lease_a_worker_takes_unless_told_otherwise(terminals, folder):
+    """Study Drill 3: with LEASE_SECONDS set to 60, a worker started without
+    --lease takes a 60-second lease: it says so, and `list` shows nearly all
+    of it left after the worker crashes."""
+    path = folder / "ex06_leases.py"
+    text, count = re.subn(r"(?m)^LEASE_SECONDS\s*=\s*[\d.]+", "LEASE_SECONDS = 60",
+                          path.read_text())
+    assert count == 1, "ex06_leases.py should set LEASE_SECONDS once"
+    path.write_text(text)
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    crashed = terminals.run(f"python3 {ex06} work --crash-before-send")
+    assert "claimed job 1 (attempt 1), lease 60 s" in crashed, crashed
+    listing = terminals.run(f"python3 {ex06} list")
+    left = re.findall(r"([\d.]+) s left", listing)
+    assert len(left) == 1 and 50 < float(left[0]) <= 60, listing
