@@ -473,3 +473,20 @@ def test_a_worker_that_fails_but_was_not_killed_by_the_monkey_ends_the_run(folde
     assert status == 2, output
     assert "exit status 1" in output and "AUDIT" not in output, output
     assert "stuck" not in output, output
+
+
+@on_chaos
+def test_a_parked_customer_served_twice_fails_the_audit(folder):
+    """A customer whose job ended dead is parked for a person: the effect may
+    be missing, but must not be there twice. A welcome email sent under two
+    keys before its job died is a problem, named, and the audit fails."""
+    send = "world.send_email(job.args[\"email\"], WELCOME, key=f\"welcome-{job.args['customer']}\")"
+    sandbox.apply_edit(folder, "capstone/shop.py", send,
+                       f"{send}\n"
+                       f"            {send.replace('welcome-', 'again-')}\n"
+                       f"            raise tinyq.Permanent('refused after two sends')")
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 2")
+    assert status == 1 and "AUDIT FAILED" in output, output
+    assert problems(output) == [f"customer{n}@example.com got 2 welcome emails" for n in (1, 2)]
+    assert [customer for customer, _ in parked(output)] == \
+        ["customer1@example.com", "customer2@example.com"], output

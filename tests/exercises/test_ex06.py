@@ -180,3 +180,13 @@ def test_ex06_lease_seconds_is_the_lease_a_worker_takes_unless_told_otherwise(te
     listing = terminals.run(f"python3 {ex06} list")
     left = re.findall(r"([\d.]+) s left", listing)
     assert len(left) == 1 and 50 < float(left[0]) <= 60, listing
+
+
+def test_ex06_list_shows_a_lease_only_for_a_running_job(terminals, folder):
+    """`list` shows how much of a running job's lease is left, or EXPIRED;
+    once a healthy worker has taken the job over and finished it, the job is
+    done and holds no lease: neither seconds left nor EXPIRED."""
+    crash_then_recover(terminals, "--crash-before-send")
+    rows = terminals.run("python3 ex06_leases.py list").splitlines()[1:]
+    assert len(rows) == 1 and rows[0].split()[1:3] == ["done", "2"], rows
+    assert "EXPIRED" not in rows[0] and "left" not in rows[0], rows

@@ -161,3 +161,16 @@ print(len(dice), states() == before)
         "[0.125, 0.25, 0.5, 1.0, 2.0, 2.0, 2.0, 2.0]",
         "0.0 True",
         "1 True"]
+
+
+def test_ex07_a_balanced_report_says_nothing_was_charged_too_much(folder):
+    """Study Drill 2: with LOST_REPLY = 0, `report` shows Alice paying exactly
+    what she owes, and, with nothing overcharged, no line saying she was
+    charged too much."""
+    sandbox.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
+    status, output = sandbox.run("python3 ex07_retries.py setup && "
+                                 "python3 ex07_retries.py work --seed 1 && "
+                                 "python3 ex07_retries.py report", folder, timewarp=1000)
+    assert status == 0, output
+    report = output[output.index("jobs: "):].splitlines()
+    assert report == ["jobs: 5 done, 0 dead", "alice paid $50.00 for orders worth $50.00"], output
