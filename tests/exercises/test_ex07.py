@@ -174,3 +174,36 @@ def test_ex07_a_balanced_report_says_nothing_was_charged_too_much(folder):
     assert status == 0, output
     report = output[output.index("jobs: "):].splitlines()
     assert report == ["jobs: 5 done, 0 dead", "alice paid $50.00 for orders worth $50.00"], output
+
+
+# ex07's worker with time.sleep noted (and still slept) before the file is
+# imported, on a queue whose five jobs are all due 3 s from now.
+NAPS_UNTIL_DUE = """
+import time
+naps, sleep = [], time.sleep
+
+def nap(seconds):
+    naps.append(seconds)
+    sleep(seconds)
+
+time.sleep = nap
+import ex07_retries as ex
+db = ex.connect()
+ex.setup(db)
+db.execute("UPDATE jobs SET run_at = ?", (time.time() + 3,))
+ex.work(db, 1)
+print("first nap:", naps[0])
+print("left:", db.execute("SELECT count(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
+"""
+
+
+def test_ex07_a_worker_with_nothing_due_sleeps_until_the_next_job_is(folder):
+    """When nothing is due, `work` sleeps until the next job is, and it
+    returns when no job is queued at all: with every job due in 3 s, its
+    first wait is the whole 3 s, not a short poll."""
+    status, output = run_script(folder, NAPS_UNTIL_DUE)
+    assert status == 0, output
+    first, left = output.splitlines()[-2:]
+    # 3 s less the moments between setting run_at and the sleep
+    assert first.startswith("first nap: ") and 2 < float(first.split()[-1]) <= 3, output
+    assert left == "left: 0", output
