@@ -190,3 +190,18 @@ def test_ex06_list_shows_a_lease_only_for_a_running_job(terminals, folder):
     rows = terminals.run("python3 ex06_leases.py list").splitlines()[1:]
     assert len(rows) == 1 and rows[0].split()[1:3] == ["done", "2"], rows
     assert "EXPIRED" not in rows[0] and "left" not in rows[0], rows
+
+
+def test_ex06_a_crash_prints_its_last_words_even_into_a_pipe(folder):
+    """crash() prints its last words with flush=True, since os._exit would not
+    write them out for it: with the output going into a pipe, where Python
+    holds printed text back until a flush, the crashing worker's lines are
+    all there."""
+    status, output = sandbox.run("python3 ex06_leases.py enqueue ann@example.com && "
+                                 "PYTHONUNBUFFERED= python3 ex06_leases.py work "
+                                 "--crash-before-send | cat", folder)
+    assert status == 0, output
+    lines = output.splitlines()[1:]
+    assert len(lines) == 3 and lines[0].endswith(": waiting for jobs (Ctrl-C to stop)"), output
+    assert lines[1].endswith(": claimed job 1 (attempt 1), lease 3 s"), output
+    assert lines[2].endswith(": crashing before sending!"), output
