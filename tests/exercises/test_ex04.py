@@ -90,7 +90,7 @@ def test_ex04_an_idle_worker_says_no_jobs_left_once_each_time_it_runs_out(termin
     assert printed.count("no jobs left") == 2, printed
 
 
-# An idle ex04 worker with time.sleep replaced before the file is imported:
+# `work` on an empty queue, with time.sleep replaced before the file runs:
 # each nap is noted, and the third stops the worker as Ctrl-C would.
 NAPS = """
 import time
@@ -102,11 +102,10 @@ def nap(seconds):
         raise KeyboardInterrupt
 
 time.sleep = nap
-import ex04_durable_queue as ex
-try:
-    ex.work(ex.connect())
-except KeyboardInterrupt:
-    print("naps:", naps)
+import runpy, sys
+sys.argv = ["ex04_durable_queue.py", "work"]
+runpy.run_path("ex04_durable_queue.py", run_name="__main__")
+print("naps:", naps)
 """
 
 

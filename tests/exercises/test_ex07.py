@@ -176,8 +176,8 @@ def test_ex07_a_balanced_report_says_nothing_was_charged_too_much(folder):
     assert report == ["jobs: 5 done, 0 dead", "alice paid $50.00 for orders worth $50.00"], output
 
 
-# ex07's worker with time.sleep noted (and still slept) before the file is
-# imported, on a queue whose five jobs are all due 3 s from now.
+# `setup`, then `work --seed 1` with time.sleep noted (and still slept), on a
+# queue whose five jobs are all due 3 s from now.
 NAPS_UNTIL_DUE = """
 import time
 naps, sleep = [], time.sleep
@@ -187,11 +187,16 @@ def nap(seconds):
     sleep(seconds)
 
 time.sleep = nap
-import ex07_retries as ex
-db = ex.connect()
-ex.setup(db)
+import runpy, sqlite3, sys
+
+def command(*words):
+    sys.argv = ["ex07_retries.py", *words]
+    runpy.run_path("ex07_retries.py", run_name="__main__")
+
+command("setup")
+db = sqlite3.connect("ex07.db", isolation_level=None)
 db.execute("UPDATE jobs SET run_at = ?", (time.time() + 3,))
-ex.work(db, 1)
+command("work", "--seed", "1")
 print("first nap:", naps[0])
 print("left:", db.execute("SELECT count(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
 """
