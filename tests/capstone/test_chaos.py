@@ -463,9 +463,10 @@ def test_without_a_seed_each_run_picks_a_new_one_prints_it_first_and_can_replay_
 
 @on_chaos
 def test_a_worker_that_fails_but_was_not_killed_by_the_monkey_ends_the_run(folder):
-    """supervise() replaces each worker that exits with CRASHED. A worker that
-    fails any other way is a bug: the run ends with exit status 2 and no
-    audit, instead of restarting it until its job is dead."""
+    """A worker that fails any other way than by the monkey's hand is a bug:
+    the run ends with exit status 2 and no audit (supervise() replaces only
+    the workers that exit with CRASHED), instead of restarting it until its
+    job is dead."""
     sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash(job, "before the points")\n',
                        'maybe_crash(job, "before the points")\n'
                        '        raise SystemExit("a bug in the worker")\n')
