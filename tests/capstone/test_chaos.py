@@ -433,3 +433,61 @@ def check_killed_workers(folder, open_queue, capsys, jobs=10_000,
     assert statuses == repr({"queued": 0, "running": 0, "done": jobs, "dead": 0})
     assert kills >= 10 and int(retried) > 0   # the kills were real, and some hit mid-job
     assert duplicates > 0 or not duplicates_seen
+
+
+# ---------------------------------------------------------------- chaos.py's own promises
+
+def story(output):
+    """What a seed decides in a run: the monkey's lines (sorted: their order
+    hangs on how the jobs' waits fall in real time) and the report's counts."""
+    return sorted(re.findall(r"^(?:monkey|worker crashes|jobs|duplicates).*$", output, re.M))
+
+
+@on_chaos
+def test_without_a_seed_each_run_picks_a_new_one_prints_it_first_and_can_replay_it(folder):
+    """Without --seed, each run picks a new seed and prints it first, so any
+    run you see fail can be replayed: given back with --seed, that seed tells
+    the same story of crashes, retries and absorbed duplicates."""
+    runs = [run_chaos(folder, ONE_WORKER) for _ in range(3)]
+    seeds = []
+    for status, output in runs:
+        assert status == 0, output
+        first = re.fullmatch(r"seed (\d+): 20 customers, 1 worker, crash chance 0.1",
+                             output.splitlines()[0])
+        assert first, output
+        seeds.append(int(first[1]))
+    assert len(set(seeds)) > 1, seeds                    # 1 in a million, were they alike
+    status, output = run_chaos(folder, f"--seed {seeds[0]} {ONE_WORKER}")
+    assert status == 0 and story(output) == story(runs[0][1]), (runs[0][1], output)
+
+
+@on_chaos
+def test_a_worker_that_fails_but_was_not_killed_by_the_monkey_ends_the_run(folder):
+    """A worker that fails any other way than by the monkey's hand is a bug:
+    the run ends with exit status 2 and no audit (supervise() replaces only
+    the workers that exit with CRASHED), instead of restarting it until its
+    job is dead."""
+    sandbox.apply_edit(folder, "capstone/shop.py", 'maybe_crash(job, "before the points")\n',
+                       'maybe_crash(job, "before the points")\n'
+                       '        raise SystemExit("a bug in the worker")\n')
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 1")
+    assert status == 2, output
+    assert "exit status 1" in output and "AUDIT" not in output, output
+    assert "stuck" not in output, output
+
+
+@on_chaos
+def test_a_parked_customer_served_twice_fails_the_audit(folder):
+    """A customer whose job ended dead is parked for a person: the effect may
+    be missing, but must not be there twice. A welcome email sent under two
+    keys before its job died is a problem, named, and the audit fails."""
+    send = "world.send_email(job.args[\"email\"], WELCOME, key=f\"welcome-{job.args['customer']}\")"
+    sandbox.apply_edit(folder, "capstone/shop.py", send,
+                       f"{send}\n"
+                       f"            {send.replace('welcome-', 'again-')}\n"
+                       f"            raise tinyq.Permanent('refused after two sends')")
+    status, output = run_chaos(folder, "--seed 1 --chaos 0 --customers 2")
+    assert status == 1 and "AUDIT FAILED" in output, output
+    assert problems(output) == [f"customer{n}@example.com got 2 welcome emails" for n in (1, 2)]
+    assert [customer for customer, _ in parked(output)] == \
+        ["customer1@example.com", "customer2@example.com"], output

@@ -47,3 +47,19 @@ def test_ex01_a_signup_waits_as_long_as_the_mail_server(folder):
     assert status == 0, output
     waits = numbers(r"signup answered after ([\d.]+) s", output)
     assert len(waits) == 3 and all(30 <= wait < 30.5 for wait in waits), output
+
+
+def test_ex01_a_fourth_address_is_a_fourth_signup_and_two_seconds_more(folder):
+    """Study Drill 2: with a fourth address in NEW_USERS, the program signs up
+    four users, and the total it prints is four signups of about 2 s each."""
+    path = folder / "ex01_slow_signup.py"
+    text, count = re.subn(r"(?ms)^(NEW_USERS\s*=\s*\[.*?)\s*,?\s*\]", r'\1, "dan@example.com"]',
+                          path.read_text(), count=1)
+    assert count == 1, "ex01_slow_signup.py should set NEW_USERS to a list"
+    path.write_text(text)
+    status, output = sandbox.run("python3 ex01_slow_signup.py", folder)
+    assert status == 0, output
+    assert "dan@example.com: signup answered after" in output, output
+    totals = re.findall(r"(?m)^(\d+) signups took ([\d.]+) s$", output)
+    assert len(totals) == 1 and totals[0][0] == "4", output
+    assert 8 <= float(totals[0][1]) < 8.5, output

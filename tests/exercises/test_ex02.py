@@ -48,3 +48,22 @@ except TypeError:
     print("cannot be stored")
 """)
     assert (status, output) == (0, "cannot be stored\n")
+
+
+def test_ex02_main_runs_the_copy_decoded_from_the_stored_text(folder):
+    """main turns each job into text with json.dumps, turns the text back
+    into a dictionary with json.loads, and runs the result: the decoded copy,
+    not the job it made, is what does the work."""
+    status, output = run_script(folder, """
+import ex02_jobs as ex
+made, ran = [], []
+make_job, run = ex.make_job, ex.run
+ex.make_job = lambda kind, **args: made.append(make_job(kind, **args)) or made[-1]
+ex.run = lambda job: ran.append(job) or run(job)
+ex.main()
+print("ran", len(ran), "jobs, equal to the ones made:", ran == made)
+print("any of them the very job made:", any(job is original for job in ran for original in made))
+""")
+    assert status == 0, output
+    assert output.splitlines()[-2:] == ["ran 2 jobs, equal to the ones made: True",
+                                        "any of them the very job made: False"], output

@@ -86,3 +86,22 @@ def test_ex03_a_burst_answers_at_once_and_drains_at_a_steady_pace(folder):
     gaps = [later - earlier for earlier, later in zip([0.0] + sent_at, sent_at)]
     assert all(1.99 <= gap < 3 for gap in gaps), gaps
     assert "all 23 emails sent" in output, output
+
+
+def test_ex03_a_slower_mail_server_slows_the_emails_not_the_signups(folder):
+    """Study Drill 2: with a 30 s mail server, the signups still answer at
+    once, and the emails go out 30 s apart, the last after 90 s."""
+    path = folder / "ex03_memory_queue.py"
+    text, count = re.subn(r"(?m)^MAIL_SERVER_SECONDS\s*=\s*[\d.]+", "MAIL_SERVER_SECONDS = 30",
+                          path.read_text())
+    assert count == 1, "ex03_memory_queue.py should set MAIL_SERVER_SECONDS once"
+    path.write_text(text)
+    # At 100 times, the first email is out 300 ms of real time after the
+    # start: the signups have answered long before (the bound above).
+    status, output = sandbox.run("python3 ex03_memory_queue.py", folder, timewarp=100)
+    assert status == 0, output
+    assert all(wait < ANSWERS_AT_ONCE_MS
+               for wait in numbers(r"answered after ([\d.]+) ms", output)), output
+    sent_at = numbers(r"\[\s*([\d.]+) s\] worker: welcome email sent", output)
+    assert len(sent_at) == 3 and all(30 * n <= at < 30 * n + 1
+                                     for n, at in enumerate(sent_at, 1)), output

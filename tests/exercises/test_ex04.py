@@ -5,11 +5,12 @@ test runs the file from the folder under test (code/, or a learner's WORK)
 in a fresh copy, and is graded for it.
 """
 
+import re
 
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import Terminals, outbox, statuses
+from tests.helpers import Terminals, outbox, run_script, statuses
 
 pytestmark = pytest.mark.exercise("ex04_durable_queue.py")
 
@@ -70,3 +71,52 @@ def test_ex04_reset_starts_the_numbers_again(terminals, folder):
     assert outbox(folder) == [] and statuses(terminals, ex04) == []
     assert terminals.run(f"python3 {ex04} enqueue cat@example.com") == \
         "queued job 1: welcome_email to cat@example.com\n"
+
+
+def test_ex04_an_idle_worker_says_no_jobs_left_once_each_time_it_runs_out(terminals):
+    """`busy` only decides when to print "no jobs left": once, when the worker
+    runs out of work, and not again while it idles; once more after the next
+    job it finishes."""
+    ex04 = "ex04_durable_queue.py"
+    worker = terminals.start(f"python3 {ex04} work")
+    terminals.wait_for(worker, "waiting for jobs")
+    terminals.run(f"python3 {ex04} enqueue ann@example.com")
+    terminals.wait_for(worker, "no jobs left")
+    terminals.sleep(10)                       # 20 polls of an idle worker
+    terminals.run(f"python3 {ex04} enqueue bob@example.com")
+    terminals.wait_for(worker, "job 2 done")
+    terminals.sleep(10)
+    printed = terminals.stop(worker)
+    assert printed.count("no jobs left") == 2, printed
+
+
+# `work` on an empty queue, with time.sleep replaced before the file runs:
+# each nap is noted, and the third stops the worker as Ctrl-C would.
+NAPS = """
+import time
+naps = []
+
+def nap(seconds):
+    naps.append(seconds)
+    if len(naps) == 3:
+        raise KeyboardInterrupt
+
+time.sleep = nap
+import runpy, sys
+sys.argv = ["ex04_durable_queue.py", "work"]
+runpy.run_path("ex04_durable_queue.py", run_name="__main__")
+print("naps:", naps)
+"""
+
+
+def test_ex04_an_idle_worker_looks_again_every_poll_seconds(folder):
+    """Study Drill 3: with POLL_SECONDS = 5, an idle worker waits 5 s each time
+    before it looks at the table again, so a job can wait up to 5 s."""
+    path = folder / "ex04_durable_queue.py"
+    text, count = re.subn(r"(?m)^POLL_SECONDS\s*=\s*[\d.]+", "POLL_SECONDS = 5",
+                          path.read_text())
+    assert count == 1, "ex04_durable_queue.py should set POLL_SECONDS once"
+    path.write_text(text)
+    status, output = run_script(folder, NAPS)
+    assert status == 0, output
+    assert output.splitlines()[-1] == "naps: [5, 5, 5]", output

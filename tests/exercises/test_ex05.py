@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tools.harness import sandbox
 from tests.helpers import Edit, Terminals, outbox
 
 pytestmark = pytest.mark.exercise("ex05_two_workers.py")
@@ -117,3 +118,12 @@ def test_an_edited_exercise_differs_from_the_one_before_only_where_the_guide_say
     deleted. Every other statement, and every comment between statements, is
     the same, in the same order."""
     EDIT.check_against(folder)
+
+
+@pytest.mark.parametrize("command", ["work", "work quick"])
+def test_ex05_work_without_naive_or_atomic_says_how_to_use_it(folder, command):
+    """`main` wants naive or atomic after work: without one of them, the
+    worker does not start, and ex05 ends with the line that says how to use it."""
+    status, output = sandbox.run(f"python3 ex05_two_workers.py {command}", folder)
+    assert status == 1 and output == ("usage: python3 ex05_two_workers.py enqueue ADDRESS... "
+                                      "| list | work naive|atomic | reset\n"), output

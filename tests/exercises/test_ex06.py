@@ -162,3 +162,46 @@ def test_an_edited_exercise_differs_from_the_one_before_only_where_the_guide_say
     statement, and every comment between statements, is the same, in the same
     order."""
     EDIT.check_against(folder)
+
+
+def test_ex06_lease_seconds_is_the_lease_a_worker_takes_unless_told_otherwise(terminals, folder):
+    """Study Drill 3: with LEASE_SECONDS set to 60, a worker started without
+    --lease takes a 60-second lease: it says so, and `list` shows nearly all
+    of it left after the worker crashes."""
+    path = folder / "ex06_leases.py"
+    text, count = re.subn(r"(?m)^LEASE_SECONDS\s*=\s*[\d.]+", "LEASE_SECONDS = 60",
+                          path.read_text())
+    assert count == 1, "ex06_leases.py should set LEASE_SECONDS once"
+    path.write_text(text)
+    ex06 = "ex06_leases.py"
+    terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    crashed = terminals.run(f"python3 {ex06} work --crash-before-send")
+    assert "claimed job 1 (attempt 1), lease 60 s" in crashed, crashed
+    listing = terminals.run(f"python3 {ex06} list")
+    left = re.findall(r"([\d.]+) s left", listing)
+    assert len(left) == 1 and 50 < float(left[0]) <= 60, listing
+
+
+def test_ex06_list_shows_a_lease_only_for_a_running_job(terminals, folder):
+    """`list` shows how much of a running job's lease is left, or EXPIRED;
+    once a healthy worker has taken the job over and finished it, the job is
+    done and holds no lease: neither seconds left nor EXPIRED."""
+    crash_then_recover(terminals, "--crash-before-send")
+    rows = terminals.run("python3 ex06_leases.py list").splitlines()[1:]
+    assert len(rows) == 1 and rows[0].split()[1:3] == ["done", "2"], rows
+    assert "EXPIRED" not in rows[0] and "left" not in rows[0], rows
+
+
+def test_ex06_a_crash_prints_its_last_words_even_into_a_pipe(folder):
+    """crash() prints its last words with flush=True, since os._exit would not
+    write them out for it: with the output going into a pipe, where Python
+    holds printed text back until a flush, the crashing worker's lines are
+    all there."""
+    status, output = sandbox.run("python3 ex06_leases.py enqueue ann@example.com && "
+                                 "PYTHONUNBUFFERED= python3 ex06_leases.py work "
+                                 "--crash-before-send | cat", folder)
+    assert status == 0, output
+    lines = output.splitlines()[1:]
+    assert len(lines) == 3 and lines[0].endswith(": waiting for jobs (Ctrl-C to stop)"), output
+    assert lines[1].endswith(": claimed job 1 (attempt 1), lease 3 s"), output
+    assert lines[2].endswith(": crashing before sending!"), output

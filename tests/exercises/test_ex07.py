@@ -161,3 +161,54 @@ print(len(dice), states() == before)
         "[0.125, 0.25, 0.5, 1.0, 2.0, 2.0, 2.0, 2.0]",
         "0.0 True",
         "1 True"]
+
+
+def test_ex07_a_balanced_report_says_nothing_was_charged_too_much(folder):
+    """Study Drill 2: with LOST_REPLY = 0, `report` shows Alice paying exactly
+    what she owes, and, with nothing overcharged, no line saying she was
+    charged too much."""
+    sandbox.apply_edit(folder, "ex07_retries.py", "LOST_REPLY = 0.3", "LOST_REPLY = 0")
+    status, output = sandbox.run("python3 ex07_retries.py setup && "
+                                 "python3 ex07_retries.py work --seed 1 && "
+                                 "python3 ex07_retries.py report", folder, timewarp=1000)
+    assert status == 0, output
+    report = output[output.index("jobs: "):].splitlines()
+    assert report == ["jobs: 5 done, 0 dead", "alice paid $50.00 for orders worth $50.00"], output
+
+
+# `setup`, then `work --seed 1` with time.sleep noted (and still slept), on a
+# queue whose five jobs are all due 3 s from now.
+NAPS_UNTIL_DUE = """
+import time
+naps, sleep = [], time.sleep
+
+def nap(seconds):
+    naps.append(seconds)
+    sleep(seconds)
+
+time.sleep = nap
+import runpy, sqlite3, sys
+
+def command(*words):
+    sys.argv = ["ex07_retries.py", *words]
+    runpy.run_path("ex07_retries.py", run_name="__main__")
+
+command("setup")
+db = sqlite3.connect("ex07.db", isolation_level=None)
+db.execute("UPDATE jobs SET run_at = ?", (time.time() + 3,))
+command("work", "--seed", "1")
+print("first nap:", naps[0])
+print("left:", db.execute("SELECT count(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
+"""
+
+
+def test_ex07_a_worker_with_nothing_due_sleeps_until_the_next_job_is(folder):
+    """When nothing is due, `work` sleeps until the next job is, and it
+    returns when no job is queued at all: with every job due in 3 s, its
+    first wait is the whole 3 s, not a short poll."""
+    status, output = run_script(folder, NAPS_UNTIL_DUE)
+    assert status == 0, output
+    first, left = output.splitlines()[-2:]
+    # 3 s less the moments between setting run_at and the sleep
+    assert first.startswith("first nap: ") and 2 < float(first.split()[-1]) <= 3, output
+    assert left == "left: 0", output

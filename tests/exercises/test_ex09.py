@@ -118,7 +118,7 @@ def test_ex09_trusting_keys_forever_charges_twice(folder):
 
 
 def test_ex09_a_new_id_is_a_new_intent_and_a_new_charge(folder):
-    """Study Drill 2: the $60.00 message under the id O7b is a new operation:
+    """Study Drill 1: the $60.00 message under the id O7b is a new operation:
     the provider makes a new charge for it."""
     sandbox.apply_edit(folder, "ex09_practice_given.py", 'changed = {"id": o7["id"],',
                        'changed = {"id": worker.operation_id("North", "O7b"),')
@@ -131,12 +131,12 @@ def test_ex09_a_new_id_is_a_new_intent_and_a_new_charge(folder):
     ("after-commit", 2, "started, charge none"),
     ("after-record", 1, "charged, charge C1")])
 def test_ex09_the_crash_command_ends_in_one_charge_at_every_point(folder, point, calls, record):
-    """Study Drills 7 to 9: W1 dies at each of the three points, W2 gets
+    """Study Drills 3 to 5: W1 dies at each of the three points, W2 gets
     the operation again, and the provider made exactly one charge. W1's
-    record says `started` when it died before the call (Drill 7) or after
-    the provider's commit (Drill 8: two calls, one charge, the key answering
+    record says `started` when it died before the call (Drill 3) or after
+    the provider's commit (Drill 4: two calls, one charge, the key answering
     the second); it holds C1 when W1 died after recording it, and W2 makes
-    no call at all (Drill 9)."""
+    no call at all (Drill 5)."""
     status, output = sandbox.run(f"python3 ex09_charge_worker.py crash {point}", folder)
     assert status == 0, output
     lines = output.splitlines()

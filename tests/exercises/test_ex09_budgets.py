@@ -137,7 +137,7 @@ def test_ex09_a_spent_retry_budget_puts_a_healthy_message_back_for_later(ex09, p
 
 
 def test_ex09_the_budget_command_prints_the_ratio_it_has(folder):
-    """Study Drill 3: with RETRY_RATIO = 0.5, `budget` says so, and keeps the
+    """Study Drill 2: with RETRY_RATIO = 0.5, `budget` says so, and keeps the
     retries to half of the 100 requests."""
     set_constant(folder, "RETRY_RATIO", 0.5)
     status, output = sandbox.run("python3 ex09_charge_worker.py budget", folder)
@@ -148,7 +148,7 @@ def test_ex09_the_budget_command_prints_the_ratio_it_has(folder):
 
 
 def test_ex09_without_a_deadline_a_stalled_call_holds_the_slot(folder):
-    """Study Drill 5: with no deadline passed down, W1 waits out the whole
+    """Study Drill 3: with no deadline passed down, W1 waits out the whole
     stall, far past its lease, before the operation is done."""
     sandbox.apply_edit(folder, "ex09_charge_worker.py",
                        "deadline=clock() + DEADLINE_SECONDS,", "")
@@ -312,7 +312,7 @@ def test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts(
 
 
 def test_ex09_the_spend_budget_is_shared_by_every_tenant(folder):
-    """Study Drill 6: with a budget of $200.00, North's first charge takes the
+    """Study Drill 4: with a budget of $200.00, North's first charge takes the
     whole hour, and South's waits for the next, as North's second does."""
     set_constant(folder, "MAX_CENTS_PER_HOUR", 20000)
     status, output = sandbox.run("python3 ex09_charge_worker.py spend", folder)
