@@ -16,7 +16,7 @@ import pytest
 
 from tools.harness import catalogue
 from tools.harness.sessions import parse_console_blocks
-from tools.mistakes import MISTAKES, apply, hints_for
+from tools.mistakes import MISTAKES, apply, hints_for, step_of
 
 IDS = [f"{mistake.file}: {mistake.what}" for mistake in MISTAKES]
 FILES = sorted({mistake.file for mistake in MISTAKES})
@@ -40,9 +40,9 @@ def steps():
     """{exercise: its steps}: the names of the tests collected from its
     modules, and the commands of the console blocks that count for it."""
     found = defaultdict(set)
-    for block in console_blocks():
+    for block in blocks_in_sessions():
         exercise = catalogue.exercise_of(block)
-        found[exercise].update(line[2:] for line in block.body if line.startswith("$ "))
+        found[exercise].update(commands_of(block))
     tests = collected(catalogue.GRADED_TESTS)
     for exercise in FILES:
         for module in catalogue.BY_FILE[exercise].tests:
@@ -50,7 +50,7 @@ def steps():
     return found
 
 
-def console_blocks():
+def blocks_in_sessions():
     """guide.md's console blocks, each knowing its session, as the harness reads them."""
     document = SimpleNamespace(text=catalogue.GUIDE.read_text(encoding="utf-8"), path="guide.md")
     return [region.parsed for region in parse_console_blocks(document)]
@@ -100,3 +100,24 @@ def test_hints_for_gives_every_mistake_that_stops_at_a_step_and_of_that_file_onl
             for other in set(FILES) - {mistake.file}:
                 assert mistake.hint not in hints_for(other, step)
     assert shared
+
+
+def test_a_step_is_a_tests_function_or_a_transcripts_command():
+    """A claims test by its function's name without parameters; a transcript
+    by its command; a block whose edit= failed before any command ran by its
+    first command; a problem the guide cannot place, by nothing."""
+    test = {"where": "tests/capstone/test_tinyq.py:99", "command": None,
+            "test": "tests/capstone/test_tinyq.py::test_a_claim_is_a_lease[sqlite]"}
+    assert step_of(test) == "test_a_claim_is_a_lease"
+    blocks = blocks_in_sessions()
+    several = next(block for block in blocks if len(set(commands_of(block))) > 1)
+    transcript = {"where": several.where(3), "test": None, "command": commands_of(several)[-1]}
+    assert step_of(transcript) == commands_of(several)[-1] != commands_of(several)[0]
+    edited = next(block for block in blocks if "edit" in block.attributes)
+    failed_first = {"where": edited.where(), "test": None, "command": None}
+    assert step_of(failed_first) == commands_of(edited)[0]
+    assert step_of({"where": "guide.md", "test": None, "command": None}) is None
+
+
+def commands_of(block):
+    return [line[2:] for line in block.body if line.startswith("$ ")]

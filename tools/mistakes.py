@@ -47,7 +47,10 @@ def step_of(problem):
 
 def first_command(where):
     """The first command of the console block around `where`, guide.md:LINE."""
-    line = int(where.rpartition(":")[2])
+    line = where.rpartition(":")[2]
+    if not line.isdigit():
+        return None
+    line = int(line)
     for block in console_blocks():
         if block.line <= line <= block.line + len(block.body) + 1:
             return next((text[2:] for text in block.body if text.startswith("$ ")), None)
