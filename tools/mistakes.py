@@ -92,8 +92,8 @@ MISTAKES = [
     Mistake("ex01_slow_signup.py", "Study Drill 3's swap kept: the email before the account", [
         ("    create_account(address)\n    send_welcome_email(address)          # the user waits for this too\n",
          "    send_welcome_email(address)          # the user waits for this too\n    create_account(address)\n")],
-        hint="Look at the order of the two calls in `signup()`: which one should a user "
-             "be able to count on when the email fails?",
+        hint="Look at the order of the two calls in `signup()`: what becomes of the "
+             "account when the email fails?",
         stops_at=("python3 ex01_slow_signup.py",)),
 
     Mistake("ex02_jobs.py", "handed in empty", [("", "")],
@@ -168,8 +168,8 @@ MISTAKES = [
         db.execute("UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?",
                    (WORKER, oldest[0]))
     return oldest''')],
-        hint="Look at `claim_atomic()`: can another worker come between the moment it "
-             "picks a job and the moment it marks the job as its own?",
+        hint="Look at `claim_atomic()`: can another worker come between picking a job "
+             "and marking it as yours?",
         stops_at=("test_ex05_the_atomic_claim_under_load_sends_each_email_exactly_once",)),
 
     Mistake("ex05_two_workers.py", "ack without its WHERE: every job marked done", [
@@ -302,8 +302,8 @@ MISTAKES = [
          "    if charge_id is None:\n"
          "        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)\n"
          "    db.execute(\"UPDATE operations SET charge_id = ? WHERE id = ?\", (charge_id, op_id))\n")],
-        hint="Look at when `process()` records the operation as `charged`: what does the "
-             "record say if the worker dies just before the provider is called?",
+        hint="Look at when `process()` marks the operation `charged`: what if the worker "
+             "dies before the provider is called?",
         stops_at=("python3 ex09_charge_worker.py o7",)),
 
     Mistake("ex09_charge_worker.py", "every delivery writes its own started_at", [
@@ -358,7 +358,7 @@ MISTAKES = [
          "\" WHERE id = ? AND state = 'running'\",\n"
          "               (state, why, not_before, message[\"id\"]))")],
         hint="Look at the `WHERE` in `finish()`: can a worker whose lease ran out still "
-             "end an operation that another worker has started again?",
+             "end the operation?",
         stops_at=("test_ex09_a_worker_whose_lease_ran_out_cannot_end_the_operation",)),
 
     # No transcript and no earlier test shows it.
@@ -383,7 +383,7 @@ MISTAKES = [
         ("run_at = coalesce(:run_at, run_at)\n        WHERE id = :id AND token = :token AND",
          "run_at = coalesce(:run_at, run_at)\n        WHERE id = :id AND")],
         hint="Look at the fence in `FINISH`: what stops a worker whose lease ran out "
-             "from finishing a job that another claim now holds?",
+             "from finishing the job?",
         stops_at=("test_queues_with_the_same_seed_still_fence_each_other",)),
 
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
@@ -487,7 +487,7 @@ MISTAKES = [
     Mistake("capstone/chaos.py", "an audit that looks only for duplicates, never for what is missing", [
         ("            elif got != owed:", "            elif got > owed:")],
         hint="Look at how `audit()` compares what a customer got with what a done job "
-             "owes: is an effect that never happened a problem?",
+             "owes: is a missing effect a problem?",
         stops_at=("test_the_audit_fails_on_too_little_as_well_as_too_much",)),
 
     Mistake("capstone/chaos.py", "a supervisor that does not restart a crashed worker", [
