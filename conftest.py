@@ -21,7 +21,7 @@ from tests.browser import CHROMIUM, served
 from tests.harness.demo import demo_programs
 from tests.helpers import (SLOW_TIMEWARP, Terminals, fresh_copy, import_learner_file,
                            new_database, require)
-from tests.mutations import MISTAKES
+from tools.mistakes import MISTAKES
 from tools import course
 from tools.sims import api
 
@@ -205,7 +205,7 @@ CAUGHT_IN_THIS_RUN = set()              # of the reports that reach this process
 
 @pytest.fixture
 def mistakes_caught(record_property):
-    """The classic mistakes (tests/mutations.py) that a test graded and saw
+    """The classic mistakes (tools/mistakes.py) that a test graded and saw
     fail: it appends them, and the summary at the end counts them. They
     travel in a report's user properties, which xdist's workers send on."""
     caught = []
@@ -225,4 +225,4 @@ def pytest_terminal_summary(terminalreporter):
     if caught:
         terminalreporter.write_line(
             f"classic mistakes: {len(caught)} graded and caught, of the {len(MISTAKES)} in "
-            f"tests/mutations.py (make mutations grades every one)")
+            f"tools/mistakes.py (make mutations grades every one)")

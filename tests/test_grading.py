@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tools.harness import catalogue, sandbox
-from tests.mutations import MISTAKES, apply
+from tools.mistakes import MISTAKES, apply
 
 ROOT = catalogue.ROOT
 CODE = ROOT / "code"
@@ -255,7 +255,7 @@ def test_grade_needs_a_class_folder(tmp_path):
 
 
 def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_caught):
-    """One learner who made a classic mistake (the first of tests/mutations.py
+    """One learner who made a classic mistake (the first of tools/mistakes.py
     for that file) in six files, among them the files others build on: ex07,
     which ex08 is compared with, and tinyq.py and shop.py, which chaos.py
     runs. The grader fails exactly those six and passes every other."""

@@ -1,0 +1,513 @@
+"""Classic mistakes: each a small change to one reference file in code/, as a
+learner might make it, with a hint for the learner who made it.
+
+Each is a Mistake:
+- file: the exercise's file, as the catalogue names it;
+- what: the mistake in a few words, for the people who keep the course;
+- edits: each (old text, new text), where the old text occurs exactly once
+  in the file as the earlier edits leave it; an empty old text stands for
+  the whole file, so [("", "")] is a file handed in empty;
+- hint: what the learner is told, in the course's voice: where to look,
+  never the fix;
+- stops_at: the steps where checking a copy of code/ with the mistake made
+  stops, that is the step of the first problem of its grading (results.py's
+  problems[0]), each named as `step_of` names it. A racy mistake lists
+  every first step seen.
+
+tests/test_mutations.py grades every mistake and holds its stops_at (when
+it is wrong, the failure names the step it saw); tests/test_mistakes.py
+checks, fast, that each one still applies to code/ and names steps that
+exist. The checker shows `hints_for(exercise, step)` at the step it stops at.
+"""
+import functools
+from pathlib import Path
+from typing import NamedTuple
+
+from tools import guide
+from tools.harness import catalogue, sandbox
+
+
+class Mistake(NamedTuple):
+    file: str
+    what: str
+    edits: list
+    hint: str
+    stops_at: tuple
+
+
+def step_of(problem):
+    """A problem's step (results.py): a claims test by its function's name,
+    without parameters; a transcript by its command as typed, without `$ `;
+    a console block that failed before any command ran (its edit= found
+    nothing to change) by its first command."""
+    if problem["test"]:
+        return problem["test"].rpartition("::")[2].partition("[")[0]
+    return problem.get("command") or first_command(problem["where"])
+
+
+def first_command(where):
+    """The first command of the console block around `where`, guide.md:LINE."""
+    line = where.rpartition(":")[2]
+    if not line.isdigit():
+        return None
+    line = int(line)
+    for block in console_blocks():
+        if block.line <= line <= block.line + len(block.body) + 1:
+            return next((text[2:] for text in block.body if text.startswith("$ ")), None)
+    return None
+
+
+@functools.cache
+def console_blocks():
+    text = catalogue.GUIDE.read_text(encoding="utf-8")
+    return [block for block in guide.blocks(text) if "console" in block.classes]
+
+
+def hints_for(exercise, step):
+    """The hints of every mistake in the exercise's file that stops at step."""
+    return [mistake.hint for mistake in MISTAKES
+            if mistake.file == exercise and step in mistake.stops_at]
+
+
+def apply(mistake, folder):
+    """Make the mistake in folder's copy of its file; the mistake back."""
+    if mistake.edits == [("", "")]:
+        (Path(folder) / mistake.file).write_text("")
+    for old, new in mistake.edits:
+        if old:
+            sandbox.apply_edit(folder, mistake.file, old, new)
+    return mistake
+
+
+# In the course's order, file by file. The first mistake of each file is the
+# one test_grading.py's class makes: keep it first.
+MISTAKES = [
+    Mistake("ex01_slow_signup.py", "the mail server's 2 s written into the sleep", [
+        ("time.sleep(MAIL_SERVER_SECONDS)      # talking to the mail server",
+         "time.sleep(2)                        # talking to the mail server")],
+        hint="Look at how long `send_welcome_email()` sleeps: does changing "
+             "`MAIL_SERVER_SECONDS` still change it?",
+        stops_at=("python3 ex01_slow_signup.py",)),
+
+    Mistake("ex01_slow_signup.py", "Study Drill 3's swap kept: the email before the account", [
+        ("    create_account(address)\n    send_welcome_email(address)          # the user waits for this too\n",
+         "    send_welcome_email(address)          # the user waits for this too\n    create_account(address)\n")],
+        hint="Look at the order of the two calls in `signup()`: what becomes of the "
+             "account when the email fails?",
+        stops_at=("python3 ex01_slow_signup.py",)),
+
+    Mistake("ex02_jobs.py", "handed in empty", [("", "")],
+            hint="Your `ex02_jobs.py` is empty: was the file saved after you typed it?",
+            stops_at=("python3 ex02_jobs.py",)),
+
+    Mistake("ex02_jobs.py", "make_job no longer checks the kind (Study Drill 3 left in)", [
+        ('    if kind not in HANDLERS:\n        raise ValueError(f"no handler for job kind {kind!r}")\n', "")],
+        hint="Look at what `make_job()` does with a kind that `HANDLERS` does not know.",
+        stops_at=(
+            'python3 -c "import ex02_jobs as ex; ex.make_job(\'welcome_emial\', user_id=42)"',
+        )),
+
+    Mistake("ex02_jobs.py", "the job holds its handler function instead of its kind", [
+        ('return {"kind": kind, "args": args}', 'return {"kind": HANDLERS[kind], "args": args}'),
+        ('handler = HANDLERS[job["kind"]]', 'handler = job["kind"]')],
+        hint="Look at what `make_job()` writes under `\"kind\"`: a job is data, and has to "
+             "survive being written down as JSON.",
+        stops_at=("python3 ex02_jobs.py",)),
+
+    Mistake("ex03_memory_queue.py", "a stack, not a queue: the newest job first", [
+        ("jobs = queue.Queue()", "jobs = queue.LifoQueue()")],
+        hint="Look at the kind of queue `jobs` is: which job does the worker get first?",
+        stops_at=("python3 ex03_memory_queue.py",)),
+
+    Mistake("ex03_memory_queue.py", "each signup waits for the worker (put, then join)", [
+        ('    jobs.put({"kind": "welcome_email", "args": {"address": address}})\n',
+         '    jobs.put({"kind": "welcome_email", "args": {"address": address}})\n'
+         '    jobs.join()                          # make sure it went\n')],
+        hint="Look at what `signup()` does after it puts the job in the queue: "
+             "what is the user still waiting for?",
+        stops_at=("python3 ex03_memory_queue.py",)),
+
+    Mistake("ex03_memory_queue.py", "Study Drill 1's second worker left in", [
+        ("    threading.Thread(target=worker, daemon=True).start()\n",
+         "    for _ in range(2):\n        threading.Thread(target=worker, daemon=True).start()\n")],
+        hint="Count the worker threads that `main()` starts (Study Drill 1 changed that).",
+        stops_at=("python3 ex03_memory_queue.py",)),
+
+    Mistake("ex04_durable_queue.py", "ack before the work", [
+        ("        HANDLERS[kind](**json.loads(args))               # 2. do\n"
+         "        ack(db, job_id)                                  # 3. acknowledge\n",
+         "        ack(db, job_id)                                  # 3. acknowledge\n"
+         "        HANDLERS[kind](**json.loads(args))               # 2. do\n")],
+        hint="Look at the order of the steps in `work()`: when is a job marked done, "
+             "and when is its email sent?",
+        stops_at=("python3 ex04_durable_queue.py list",)),
+
+    Mistake("ex04_durable_queue.py", "claim takes running jobs too, not only queued ones", [
+        ("\"SELECT id, kind, args FROM jobs WHERE status = 'queued' \"",
+         "\"SELECT id, kind, args FROM jobs WHERE status IN ('queued', 'running') \"")],
+        hint="Look at the `WHERE` in `claim()`: which statuses may a job have to be claimed?",
+        # A race: if the Break It's Ctrl-C stops the second worker before it claims,
+        # that transcript shows nothing wrong.
+        stops_at=("python3 ex04_durable_queue.py work",
+                  "test_ex04_a_job_interrupted_mid_send_stays_running_forever")),
+
+    # Too little: every job is lost, and commands wait for them in vain.
+    Mistake("ex04_durable_queue.py", "no isolation_level=None: nothing is ever committed", [
+        ("db = sqlite3.connect(DATABASE, isolation_level=None)",
+         "db = sqlite3.connect(DATABASE)")],
+        hint="Look at how `connect()` opens the database: is each statement saved "
+             "the moment it runs?",
+        stops_at=("python3 ex04_durable_queue.py work",)),
+
+    Mistake("ex05_two_workers.py", "a claim in two steps, a read then a write", [('''\
+    return db.execute("""
+        UPDATE jobs SET worker = ?, status = 'running'
+        WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id ASC LIMIT 1)
+        RETURNING id, kind, args
+    """, (WORKER,)).fetchone()''', '''\
+    oldest = db.execute("SELECT id, kind, args FROM jobs WHERE status = 'queued' "
+                        "ORDER BY id ASC LIMIT 1").fetchone()
+    if oldest is not None:
+        db.execute("UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?",
+                   (WORKER, oldest[0]))
+    return oldest''')],
+        hint="Look at `claim_atomic()`: can another worker come between picking a job "
+             "and marking it as yours?",
+        stops_at=("test_ex05_the_atomic_claim_under_load_sends_each_email_exactly_once",)),
+
+    Mistake("ex05_two_workers.py", "ack without its WHERE: every job marked done", [
+        ("db.execute(\"UPDATE jobs SET status = 'done' WHERE id = ?\", (job_id,))",
+         "db.execute(\"UPDATE jobs SET status = 'done'\")")],
+        hint="Look at the `UPDATE` in `ack()`: which rows does it mark done?",
+        stops_at=("python3 ex05_two_workers.py list",)),
+
+    Mistake("ex06_leases.py", "a claim that never takes a job whose lease ran out", [
+        ("                       OR (status = 'running' AND locked_until < ?)\n", ""),
+        ("(WORKER, now + lease, now)", "(WORKER, now + lease)")],
+        hint="Look at the `WHERE` in `claim()`: what happens to a job whose worker "
+             "died while it was running?",
+        stops_at=("python3 ex06_leases.py work",)),
+
+    # No transcript and no earlier test shows it.
+    Mistake("ex06_leases.py", "claim takes a running job whatever its lease", [
+        ("                       OR (status = 'running' AND locked_until < ?)\n",
+         "                       OR status = 'running'\n"),
+        ("(WORKER, now + lease, now)", "(WORKER, now + lease)")],
+        hint="Look at the `WHERE` in `claim()`: when may a worker take a job that "
+             "another worker is running?",
+        stops_at=("test_ex06_a_live_lease_holds_the_job_until_it_runs_out",)),
+
+    Mistake("ex06_leases.py", "the lease always LEASE_SECONDS long, whatever --lease says", [
+        ("(WORKER, now + lease, now)", "(WORKER, now + LEASE_SECONDS, now)")],
+        hint="Look at how long a lease `claim()` gives: does `--lease` change it?",
+        stops_at=("python3 ex06_leases.py list",)),
+
+    # Every command works, but `work --help` starts a worker that waits for jobs.
+    Mistake("ex06_leases.py", "the command line read by hand, as ex05 does, not by argparse", [(
+        '''    parser = argparse.ArgumentParser(description="A job queue with leases.")
+    parser.add_argument("command", choices=["enqueue", "list", "work", "reset"])
+    parser.add_argument("addresses", nargs="*", help="for enqueue")
+    parser.add_argument("--lease", type=float, default=LEASE_SECONDS,
+                        help="seconds a claim lasts (default %(default)s)")
+    crash_when = parser.add_mutually_exclusive_group()
+    crash_when.add_argument("--crash-before-send", action="store_true")
+    crash_when.add_argument("--crash-after-send", action="store_true")
+    options = parser.parse_args(args)
+''', '''    import types
+    options = types.SimpleNamespace(
+        command=args[0],
+        addresses=[arg for arg in args[1:] if "@" in arg],
+        lease=float(args[args.index("--lease") + 1]) if "--lease" in args else LEASE_SECONDS,
+        crash_before_send="--crash-before-send" in args,
+        crash_after_send="--crash-after-send" in args)
+''')],
+        hint="Look at how `main()` reads its command line: what does "
+             "`python3 ex06_leases.py work --help` do?",
+        stops_at=("test_ex06_work_help_is_written_by_argparse",)),
+
+    Mistake("ex07_retries.py", "backoff without its cap", [
+        ("return fraction * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))",
+         "return fraction * BACKOFF_BASE * 2 ** (attempt - 1)")],
+        hint="Look at `backoff()`: how long can a wait grow after many attempts?",
+        stops_at=("test_ex07_a_change_of_retry_policy_leaves_the_networks_luck_alone",)),
+
+    Mistake("ex07_retries.py", "no jitter: every retry waits its whole ceiling", [
+        ("wait = backoff(attempts, dice.random())", "wait = backoff(attempts, 1.0)")],
+        hint="Look at the fraction `work()` hands to `backoff()`: where is the jitter?",
+        stops_at=("python3 ex07_retries.py work --seed 1",)),
+
+    Mistake("ex07_retries.py", "a job dies one attempt early", [
+        ("if attempts >= MAX_ATTEMPTS:", "if attempts + 1 >= MAX_ATTEMPTS:")],
+        hint="Look at how `fail()` compares the attempts with `MAX_ATTEMPTS`.",
+        stops_at=("python3 ex07_retries.py work --seed 1",)),
+
+    # Full jitter becomes exponential backoff: 5,050 calls, 99 in step.
+    Mistake("herd.py", "full jitter that waits its whole ceiling", [
+        ("        return dice.uniform(0, ceiling)\n", "        return ceiling\n")],
+        hint="Look at what `wait()` returns for the `full` policy: how does it differ "
+             "from `exponential`?",
+        stops_at=("python3 herd.py",)),
+
+    # Only writes at the same instant clash: far fewer calls with jitter.
+    Mistake("herd.py", "a write taken though another was taken since its read", [
+        ("        taken = written_at < read_at", "        taken = written_at < now")],
+        hint="Look at how `contend()` decides that a write is taken: since when must "
+             "nobody else have written?",
+        stops_at=("python3 herd.py",)),
+
+    Mistake("ex08_idempotency.py", "a key made fresh on every attempt", [
+        ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{random.random()}"')],
+        hint="Look at the idempotency key `charge_card()` makes: is it the same every "
+             "time the same order is sent?",
+        stops_at=("python3 ex08_idempotency.py work --seed 1",)),
+
+    # Too little: one charge for five orders.
+    Mistake("ex08_idempotency.py", "the key names the account, not the order", [
+        ('key = f"charge-for-order-{order_id}"', 'key = f"charge-for-{account}"')],
+        hint="Look at what the idempotency key in `charge_card()` names: does each order "
+             "get a key of its own?",
+        stops_at=("python3 ex08_idempotency.py work --seed 1",)),
+
+    # No transcript shows it, nor the two-process race test (the key is noted
+    # before the other request gets the lock).
+    Mistake("ex08_idempotency.py", "the key noted after the charge is committed", [
+        ("        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n"
+         "    db.execute(\"COMMIT\")\n",
+         "    db.execute(\"COMMIT\")\n"
+         "    if answered is None:                 # note the key once the charge is safe\n"
+         "        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n")],
+        hint="Look at where `bank_charge()` notes the key: what if the bank dies between "
+             "the charge and the note?",
+        stops_at=("test_ex08_a_bank_that_dies_at_any_point_charges_once_when_the_key_comes_again",)),
+
+    Mistake("ex08_idempotency.py", "no transaction around the lookup, the charge and the key", [
+        ('    db.execute("BEGIN IMMEDIATE")\n', ""),
+        ('    db.execute("COMMIT")\n', "")],
+        hint="Look at `bank_charge()`: what stops two requests with the same key from "
+             "both finding it new?",
+        stops_at=("test_ex08_the_bank_charges_once_when_one_key_arrives_twice_at_once",)),
+
+    Mistake("ex09_charge_worker.py", "start_next takes back a running operation whatever its lease", [
+        ("        WHERE tenant = :tenant AND state = 'running' AND locked_until < :now\n",
+         "        WHERE tenant = :tenant AND state = 'running'\n")],
+        hint="Look at the first `UPDATE` in `start_next()`: which running operations "
+             "does it take back as lost?",
+        stops_at=("python3 ex09_charge_worker.py admission",)),
+
+    # Too little: a crash before the call ends with no charge.
+    Mistake("ex09_charge_worker.py", "marked charged before the provider is called", [
+        ("    if charge_id is None:\n"
+         "        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)\n"
+         "    # 4. Record the charge. Only then may the message be acknowledged.\n"
+         "    db.execute(\"UPDATE operations SET charge_id = ?, state = 'charged'\"\n"
+         "               \" WHERE id = ? AND state = 'started'\", (charge_id, op_id))\n",
+         "    db.execute(\"UPDATE operations SET state = 'charged' WHERE id = ?\", (op_id,))\n"
+         "    if charge_id is None:\n"
+         "        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)\n"
+         "    db.execute(\"UPDATE operations SET charge_id = ? WHERE id = ?\", (charge_id, op_id))\n")],
+        hint="Look at when `process()` marks the operation `charged`: what if the worker "
+             "dies before the provider is called?",
+        stops_at=("python3 ex09_charge_worker.py o7",)),
+
+    Mistake("ex09_charge_worker.py", "every delivery writes its own started_at", [
+        ("\" VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING\"",
+         "\" VALUES (?, ?, 'started', ?)\"\n"
+         "               \" ON CONFLICT (id) DO UPDATE SET started_at = excluded.started_at\"")],
+        hint="Look at what step 1 of `process()` does to an operation it has already "
+             "written down: when did that operation start?",
+        stops_at=("python3 ex09_charge_worker.py o7",)),
+
+    # A refused operation is left recorded as started, its charge unknown.
+    Mistake("ex09_charge_worker.py", "the record and the spend in two transactions", [
+        ("    with transaction(db):\n        if db.execute(",
+         "    if True:\n        if db.execute(")],
+        hint="Look at step 1 of `process()`: can the record be kept when the spend "
+             "budget refuses?",
+        stops_at=("python3 ex09_charge_worker.py spend",)),
+
+    Mistake("ex09_charge_worker.py", "every delivery spends the amount again", [
+        ("                      (op_id, digest(inputs), clock())).rowcount:\n",
+         "                      (op_id, digest(inputs), clock())).rowcount or True:\n")],
+        hint="Look at when step 1 of `process()` calls `spend()`: what does a "
+             "redelivery of the same operation spend?",
+        stops_at=("test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts",)),
+
+    Mistake("ex09_charge_worker.py", "a spent retry budget parks a healthy message", [
+        ('raise RetryLater(f"{failure}; this worker\'s retry budget is spent")',
+         'raise Parked(f"{failure}; this worker\'s retry budget is spent")')],
+        hint="Look at what `deliver()` raises when the retry budget is spent: is the "
+             "message at fault?",
+        stops_at=("python3 ex09_charge_worker.py budget",)),
+
+    Mistake("ex09_charge_worker.py", "no safe point: a cancel request is never checked", [
+        ('    if db.execute("UPDATE work SET state = \'cancelled\', last_error = \'cancelled by its client\'"\n'
+         '                  " WHERE id = ? AND state = \'running\' AND starts = ? AND cancel_asked = 1"',
+         '    if False and db.execute("UPDATE work SET state = \'cancelled\', last_error = \'cancelled by its client\'"\n'
+         '                  " WHERE id = ? AND state = \'running\' AND starts = ? AND cancel_asked = 1"')],
+        hint="Look at the safe point at the top of `see_through()`: does it ever stop "
+             "an operation whose client asked to cancel?",
+        stops_at=("python3 ex09_charge_worker.py cancel",)),
+
+    Mistake("ex09_charge_worker.py", "a parked operation keeps no reason", [
+        ('        finish(db, message, "dead", str(reason))\n',
+         '        finish(db, message, "dead")\n')],
+        hint="Look at how `see_through()` ends a parked operation: what will a person "
+             "read in `last_error`?",
+        stops_at=("python3 ex09_charge_worker.py cancel",)),
+
+    Mistake("ex09_charge_worker.py", "finish without the fencing token", [
+        ("\" WHERE id = ? AND state = 'running' AND starts = ?\",\n"
+         "               (state, why, not_before, message[\"id\"], message[\"start\"]))",
+         "\" WHERE id = ? AND state = 'running'\",\n"
+         "               (state, why, not_before, message[\"id\"]))")],
+        hint="Look at the `WHERE` in `finish()`: can a worker whose lease ran out still "
+             "end the operation?",
+        stops_at=("test_ex09_a_worker_whose_lease_ran_out_cannot_end_the_operation",)),
+
+    # No transcript and no earlier test shows it.
+    Mistake("ex09_charge_worker.py", "admission counts, then inserts, in two statements", [
+        ('    db.execute("""\n'
+         '        INSERT INTO work (id, tenant, inputs, state)\n'
+         "        SELECT ?, ?, ?, 'waiting'\n"
+         "        WHERE (SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting') < ?\n"
+         '        ON CONFLICT (id) DO NOTHING\n'
+         '    """, (op_id, tenant, json.dumps(inputs), tenant, MAX_WAITING))\n',
+         "    (waiting,) = db.execute(\"SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting'\",\n"
+         '                            (tenant,)).fetchone()\n'
+         '    if waiting < MAX_WAITING:\n'
+         "        db.execute(\"INSERT INTO work (id, tenant, inputs, state) VALUES (?, ?, ?, 'waiting')\"\n"
+         '                   " ON CONFLICT (id) DO NOTHING", (op_id, tenant, json.dumps(inputs)))\n')],
+        hint="Look at how `admit()` counts the waiting operations and adds one: can two "
+             "requests both see the last free slot?",
+        stops_at=("test_ex09_two_requests_cannot_both_take_the_last_waiting_slot",)),
+
+    # ---- the capstone: each file graded on its own
+    Mistake("capstone/tinyq.py", "complete() without the token check", [
+        ("run_at = coalesce(:run_at, run_at)\n        WHERE id = :id AND token = :token AND",
+         "run_at = coalesce(:run_at, run_at)\n        WHERE id = :id AND")],
+        hint="Look at the fence in `FINISH`: what stops a worker whose lease ran out "
+             "from finishing the job?",
+        stops_at=("test_queues_with_the_same_seed_still_fence_each_other",)),
+
+    Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
+        ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
+         "    (SELECT id FROM jobs WHERE status = 'running'\n")],
+        hint="Look at the first subquery of `CLAIM`: which running jobs may it take?",
+        stops_at=("test_a_claim_is_a_lease",)),
+
+    Mistake("capstone/tinyq.py", "a claim that serves queued jobs before a dead worker's job", [
+        ("""\
+            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+             ORDER BY locked_until LIMIT 1),
+            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+             ORDER BY run_at, id LIMIT 1))""", """\
+            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+             ORDER BY run_at, id LIMIT 1),
+            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+             ORDER BY locked_until LIMIT 1))""")],
+        hint="Look at the order of the two subqueries in `CLAIM`: which job does a "
+             "worker get first?",
+        stops_at=("test_a_poison_job_does_not_keep_other_due_jobs_waiting",)),
+
+    Mistake("capstone/tinyq.py", "a token that is not raised at each claim", [
+        ("UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,",
+         "UPDATE jobs SET status = 'running', attempts = attempts + 1,")],
+        hint="Look at what `CLAIM` does to the job's `token`: does each claim hold a "
+             "larger one than the claims before it?",
+        stops_at=("test_a_claim_is_a_lease",)),
+
+    Mistake("capstone/tinyq.py", "no burying: a job that kills its worker is claimed for ever", [
+        ("            db.execute(self.BURY, values)\n", "")],
+        hint="Look at what `claim()` runs before it claims: what becomes of a job whose "
+             "last attempt's lease ran out?",
+        stops_at=("test_a_job_whose_worker_dies_every_time_goes_dead",)),
+
+    Mistake("capstone/tinyq.py", "one attempt too many before a failing job is dead", [
+        ("or job.attempts >= self.max_attempts:", "or job.attempts > self.max_attempts:")],
+        hint="Look at how `fail()` compares `job.attempts` with `max_attempts`.",
+        stops_at=("test_a_job_dies_after_max_attempts",)),
+
+    Mistake("capstone/tinyq.py", "a permanent failure retried like any other", [
+        ("if isinstance(error, Permanent) or job.attempts", "if job.attempts")],
+        hint="Look at what `fail()` does with a `Permanent` error.",
+        stops_at=("test_a_permanent_failure_is_dead_at_once",)),
+
+    Mistake("capstone/tinyq.py", "a backoff without jitter: every retry waits the whole ceiling", [
+        ("self.rng.uniform(0, ceiling(job.attempts, self.backoff_base, self.backoff_cap))",
+         "ceiling(job.attempts, self.backoff_base, self.backoff_cap)")],
+        hint="Look at the wait `fail()` picks before a retry: where is the jitter?",
+        stops_at=("test_the_backoff_is_full_jitter_below_the_ceiling",)),
+
+    # (capstone/world_given.py is given, not typed, so never graded: the
+    # key that binds its inputs and the reply lost after the effect are held
+    # on code/'s copy by tests/capstone/test_world_given.py.)
+    Mistake("capstone/shop.py", "points awarded outside the job's transaction", [('''\
+        with job.complete() as db:
+            db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+            maybe_crash(job, "inside the transaction, before the commit")''', '''\
+        queue.db.execute(ADD_POINTS, (POINTS, job.args["customer"]))
+        maybe_crash(job, "after the points, before the ack")''')],
+        hint="Look at where `loyalty_points()` adds the points: do they commit together "
+             "with the job's `done`?",
+        stops_at=("test_the_audit_passes_under_chaos",)),
+
+    Mistake("capstone/shop.py", "an email key that changes with every attempt", [
+        ("key=f\"welcome-{job.args['customer']}\")", "key=f\"welcome-{job.args['customer']}-{job.attempts}\")")],
+        hint="Look at the key `welcome_email()` hands the mail server: is it the same "
+             "at every attempt?",
+        stops_at=("test_the_audit_passes_under_chaos",)),
+
+    Mistake("capstone/shop.py", "a key the bank refuses, retried as if the network lost it", [
+        ("""\
+        except KeyReused as error:
+            raise tinyq.Permanent(error) from error
+        maybe_crash(job, "after the charge, before the ack")""", """\
+        except KeyReused as error:
+            raise
+        maybe_crash(job, "after the charge, before the ack")""")],
+        hint="Look at what `signup_fee()` does when the bank answers `KeyReused`: "
+             "would trying again ever help?",
+        stops_at=("test_a_key_reused_with_other_inputs_is_dead_after_one_claim",)),
+
+    Mistake("capstone/shop.py", "an email without UNIQUE: a double-clicked signup makes two customers", [
+        ("    email   TEXT NOT NULL UNIQUE,", "    email   TEXT NOT NULL,")],
+        hint="Look at the `customers` table in `CUSTOMERS`: what stops one address from "
+             "signing up twice?",
+        stops_at=("test_a_double_clicked_signup_makes_one_customer_and_three_jobs",)),
+
+    Mistake("capstone/shop.py", "a fee key made from the claim's token", [
+        ("key=f\"fee-{job.args['customer']}\")", "key=f\"fee-{job.token}\")")],
+        hint="Look at the key `signup_fee()` hands the bank: is it the same when the "
+             "job is claimed again?",
+        stops_at=("test_the_audit_passes_under_chaos",)),
+
+    Mistake("capstone/shop.py", "a signup of separate statements instead of one transaction", [
+        ("    with queue.transaction() as db:\n        (customer,) = db.execute(",
+         "    if True:\n        db = queue.db\n        (customer,) = db.execute(")],
+        hint="Look at `signup()`: do the customer and their three jobs commit together?",
+        stops_at=("test_a_signup_that_fails_halfway_leaves_no_customer_and_no_job",)),
+
+    Mistake("capstone/chaos.py", "an audit that looks only for duplicates, never for what is missing", [
+        ("            elif got != owed:", "            elif got > owed:")],
+        hint="Look at how `audit()` compares what a customer got with what a done job "
+             "owes: is a missing effect a problem?",
+        stops_at=("test_the_audit_fails_on_too_little_as_well_as_too_much",)),
+
+    Mistake("capstone/chaos.py", "a supervisor that does not restart a crashed worker", [
+        ("                running.append(start_worker(seed, chaos))\n", "")],
+        hint="Look at what `supervise()` does when a worker exits with `CRASHED`.",
+        stops_at=("python3 chaos.py --seed 1",)),
+
+    Mistake("capstone/chaos.py", "an idle worker that sleeps instead of calling the queue's wait()", [
+        ("        queue.wait(POLL_SECONDS)", "        time.sleep(POLL_SECONDS)")],
+        hint="Look at how `work()` waits when no job is due yet.",
+        stops_at=("test_an_idle_worker_waits_in_the_queues_wait",)),
+
+    Mistake("capstone/chaos.py", "a worker that quits when no job is due, leaving retries behind", [
+        ('''        counts = queue.counts()
+        if counts["queued"] + counts["running"] == 0:
+            return''', '''        return''')],
+        hint="Look at when `work()` returns: what about the jobs still waiting for "
+             "their backoff?",
+        stops_at=("python3 chaos.py --seed 1",)),
+]
