@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools import grade
+from tools import grade, mistakes
 from tools.harness import results, steps
 from tools.harness.catalogue import FILES, GUIDE, OPTIONAL, ROOT, where_taught
 
@@ -266,19 +266,7 @@ def failure(exercise, step, problem, say):
 
 def hints(exercise, problem):
     """The hints of the classic mistakes that stop at this step."""
-    try:
-        from tools import mistakes
-    except ImportError:
-        return []
-    return mistakes.hints_for(exercise, step_name(problem))
-
-
-def step_name(problem):
-    """A step as tools/mistakes.py names it: a test's function, or a
-    transcript's failing command as typed."""
-    if problem["test"]:
-        return problem["test"].rpartition("::")[2].partition("[")[0]
-    return problem.get("command")
+    return mistakes.hints_for(exercise, mistakes.step_of(problem))
 
 
 def passed(exercise, count, say):
