@@ -259,8 +259,13 @@ def failure(exercise, step, problem, say):
     test = f" ({problem['test'].rpartition('::')[2]})" if problem["test"] else ""
     say(f"\n{verdict}: {exercise}, at {where}{test}.")
     say(f"Reread: {reread}.")
-    for hint in hints(exercise, problem):
-        say(f"Hint: {hint}")
+    found = hints(exercise, problem)
+    if len(found) == 1:
+        say(f"Hint: {found[0]}")
+    elif found:
+        say("Hints, one for each classic mistake that ends at this step:")
+        for hint in found:
+            say(f"  - {hint}")
     return verdict
 
 
