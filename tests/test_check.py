@@ -16,6 +16,7 @@ import pytest
 
 from tools import check, guide
 from tools.harness.catalogue import CODE, FILES, OPTIONAL, ROOT, exercise_of
+from tools.mistakes import MISTAKES
 
 HANGS = "import time\nwhile True:\n    time.sleep(1)\n"
 
@@ -67,6 +68,7 @@ def test_a_passing_exercise_is_told_step_by_step_and_remembered(tmp_path):
     assert claims and not any(claim.startswith("$ ") for claim in claims)
     assert "A job holding a sqlite3 connection cannot be turned into JSON (TypeError)." in claims
     assert f"PASS: ex02_jobs.py, all {len(ticked)} steps." in run.stdout
+    assert "Hint" not in run.stdout
     assert set(check.still_passing(folder)) == {"ex02_jobs.py"}
     assert "Next: ex01_slow_signup.py, in 1. The Waiter Who Cooks" in run.stdout
 
@@ -90,6 +92,8 @@ def test_the_first_failing_step_stops_the_check_and_says_where_to_look(tmp_path)
     assert re.search(r"^FAIL: ex07_retries\.py, at tests/exercises/test_ex07\.py:\d+ "
                      r"\(test_ex07_\w+\)\.$", run.stdout, re.M)
     assert "Reread: 6. Retry: Trying Again, Politely › Exercise 7: Retries." in run.stdout
+    cap = next(m for m in MISTAKES if m.what == "backoff without its cap")
+    assert f"Hint: {cap.hint}" in run.stdout.splitlines()
     assert "PASS" not in run.stdout
     assert check.still_passing(folder) == []
 
