@@ -316,6 +316,7 @@ def test_a_crash_is_shown_in_the_learners_own_file(tmp_path):
     assert run.returncode == 1
     assert re.search(r'^ +\+  File "ex01_slow_signup\.py", line \d+, in ', run.stdout, re.M), \
         run.stdout
+    assert "Hint" not in run.stdout      # the mistakes that end at that step print, not crash
 
 
 def test_the_course_order_is_the_guides():

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tools.harness import catalogue
+from tools.harness import catalogue, results
 from tools.harness.sessions import parse_console_blocks
 from tools.mistakes import MISTAKES, apply, hints_for, step_of
 
@@ -84,8 +84,9 @@ def test_hints_for_gives_nothing_at_a_step_no_mistake_stops_at(steps):
              if not any(mistake.file == exercise and step in mistake.stops_at
                         for mistake in MISTAKES)]
     assert len(quiet) > 100              # most steps catch no classic mistake
-    assert [(exercise, step) for exercise, step in quiet if hints_for(exercise, step)] == []
-    assert hints_for("ex01_slow_signup.py", "python3 no_such_exercise.py") == []
+    assert [(exercise, step) for exercise, step in quiet
+            if any(hints_for(exercise, step, kind) for kind in results.EXPLAINED)] == []
+    assert hints_for("ex01_slow_signup.py", "python3 no_such_exercise.py", results.FAIL) == []
 
 
 def test_hints_for_gives_every_mistake_that_stops_at_a_step_and_of_that_file_only():
@@ -94,11 +95,13 @@ def test_hints_for_gives_every_mistake_that_stops_at_a_step_and_of_that_file_onl
     shared = 0
     for mistake in MISTAKES:
         for step in mistake.stops_at:
-            given = hints_for(mistake.file, step)
+            given = hints_for(mistake.file, step, mistake.verdict)
             assert mistake.hint in given
             shared += len(given) > 1
             for other in set(FILES) - {mistake.file}:
-                assert mistake.hint not in hints_for(other, step)
+                assert mistake.hint not in hints_for(other, step, mistake.verdict)
+            for kind in set(results.EXPLAINED) - {mistake.verdict}:
+                assert mistake.hint not in hints_for(mistake.file, step, kind)
     assert shared
 
 

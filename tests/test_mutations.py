@@ -2,8 +2,9 @@
 it: a copy of code/ with the one mistake made, checked with the learner's
 checker (tools/check.py), which grades the mistake's file alone as `make
 check WORK=` grades it and stops at its first failing step. The verdict
-must not be PASS, and the checker must give the mistake's hint there (it
-does only at a step in the mistake's `stops_at`). The reference itself
+must not be PASS but the mistake's `verdict`, and the checker must give
+the mistake's hint there (it does only at a step in the mistake's
+`stops_at`, for a failure of that kind). The reference itself
 passes every check, and gets no hint.
 
 Why its own file alone is enough: each exercise's tests run code/'s files
@@ -45,6 +46,7 @@ def test_a_classic_mistake_fails_its_check_with_its_hint(mistake, tmp_path, monk
     verdict, said = checked(learner, mistake.file)
     assert verdict in results.EXPLAINED, f"{mistake.what}: checked {verdict}\n{said}"
     mistakes_caught.append(mistake)
+    assert verdict == mistake.verdict, f"{mistake.what}: checked {verdict}\n{said}"
     assert f"Hint: {mistake.hint}" in said.splitlines() \
         or f"  - {mistake.hint}" in said.splitlines(), f"{mistake.what}: no hint\n{said}"
 

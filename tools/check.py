@@ -271,7 +271,7 @@ def failure(exercise, step, problem, say):
 
 def hints(exercise, problem):
     """The hints of the classic mistakes that stop at this step."""
-    return mistakes.hints_for(exercise, mistakes.step_of(problem))
+    return mistakes.hints_for(exercise, mistakes.step_of(problem), problem["kind"])
 
 
 def passed(exercise, count, say):

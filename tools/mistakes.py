@@ -12,12 +12,14 @@ Each is a Mistake:
 - stops_at: the steps where checking a copy of code/ with the mistake made
   stops, that is the step of the first problem of its grading (results.py's
   problems[0]), each named as `step_of` names it. A racy mistake lists
-  every first step seen.
+  every first step seen;
+- verdict: that step's kind, FAIL unless said (a crash is ERROR, a hang
+  TIMEOUT): a hint is given only to a failure of its kind.
 
-tests/test_mutations.py grades every mistake and holds its stops_at (when
-it is wrong, the failure names the step it saw); tests/test_mistakes.py
-checks, fast, that each one still applies to code/ and names steps that
-exist. The checker shows `hints_for(exercise, step)` at the step it stops at.
+tests/test_mutations.py checks every mistake as a learner does and holds
+its verdict and that its hint is shown; tests/test_mistakes.py checks,
+fast, that each one still applies to code/ and names steps that exist. The
+checker shows `hints_for(exercise, step, verdict)` at the step it stops at.
 """
 import functools
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import NamedTuple
 
 from tools import guide
 from tools.harness import catalogue, sandbox
+from tools.harness.results import ERROR, FAIL, TIMEOUT
 
 
 class Mistake(NamedTuple):
@@ -33,6 +36,7 @@ class Mistake(NamedTuple):
     edits: list
     hint: str
     stops_at: tuple
+    verdict: str = FAIL      # the kind of its first failing step (results.py)
 
 
 def step_of(problem):
@@ -63,10 +67,13 @@ def console_blocks():
     return [block for block in guide.blocks(text) if "console" in block.classes]
 
 
-def hints_for(exercise, step):
-    """The hints of every mistake in the exercise's file that stops at step."""
+def hints_for(exercise, step, verdict):
+    """The hints of every mistake in the exercise's file that stops at step
+    with that verdict: a crash where a mistake makes a wrong line is
+    another mistake, whose traceback says more than any hint."""
     return [mistake.hint for mistake in MISTAKES
-            if mistake.file == exercise and step in mistake.stops_at]
+            if mistake.file == exercise and step in mistake.stops_at
+            and verdict == mistake.verdict]
 
 
 def apply(mistake, folder):
@@ -112,7 +119,8 @@ MISTAKES = [
         ('handler = HANDLERS[job["kind"]]', 'handler = job["kind"]')],
         hint="Look at what `make_job()` writes under `\"kind\"`: a job is data, and has to "
              "survive being written down as JSON.",
-        stops_at=("python3 ex02_jobs.py",)),
+        stops_at=("python3 ex02_jobs.py",),
+        verdict=ERROR),
 
     Mistake("ex03_memory_queue.py", "a stack, not a queue: the newest job first", [
         ("jobs = queue.Queue()", "jobs = queue.LifoQueue()")],
@@ -157,7 +165,8 @@ MISTAKES = [
          "db = sqlite3.connect(DATABASE)")],
         hint="Look at how `connect()` opens the database: is each statement saved "
              "the moment it runs?",
-        stops_at=("python3 ex04_durable_queue.py work",)),
+        stops_at=("python3 ex04_durable_queue.py work",),
+        verdict=TIMEOUT),
 
     Mistake("ex05_two_workers.py", "a claim in two steps, a read then a write", [('''\
     return db.execute("""
@@ -186,7 +195,8 @@ MISTAKES = [
         ("(WORKER, now + lease, now)", "(WORKER, now + lease)")],
         hint="Look at the `WHERE` in `claim()`: what happens to a job whose worker "
              "died while it was running?",
-        stops_at=("python3 ex06_leases.py work",)),
+        stops_at=("python3 ex06_leases.py work",),
+        verdict=TIMEOUT),
 
     # No transcript and no earlier test shows it.
     Mistake("ex06_leases.py", "claim takes a running job whatever its lease", [
@@ -223,7 +233,8 @@ MISTAKES = [
 ''')],
         hint="Look at how `main()` reads its command line: what does "
              "`python3 ex06_leases.py work --help` do?",
-        stops_at=("test_ex06_work_help_is_written_by_argparse",)),
+        stops_at=("test_ex06_work_help_is_written_by_argparse",),
+        verdict=TIMEOUT),
 
     Mistake("ex07_retries.py", "backoff without its cap", [
         ("return fraction * min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1))",
