@@ -254,11 +254,23 @@ def test_grade_needs_a_class_folder(tmp_path):
     assert result.returncode == 2 and "holds no learner folders" in result.stderr
 
 
+def built_on(name):
+    """The exercises whose tests could see a mistake in exercise `name`:
+    those that run it (the catalogue's `runs`) and the one compared with
+    it as its edit (an Edit in tests/exercises/). Every other exercise's
+    tests touch only its own file and the given ones."""
+    compared = [re.search(r'^EDIT = Edit\("(\S+)", "(\S+)"', path.read_text(), re.M)
+                for path in (ROOT / "tests" / "exercises").glob("test_ex*.py")]
+    return {*(edit[2] for edit in compared if edit and edit[1] == name),
+            *(exercise.file for exercise in catalogue.EXERCISES if name in exercise.runs)}
+
+
 def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_caught):
     """One learner who made a classic mistake (the first of tools/mistakes.py
     for that file) in six files, among them the files others build on: ex07,
     which ex08 is compared with, and tinyq.py and shop.py, which chaos.py
-    runs. The grader fails exactly those six and passes every other."""
+    runs. Graded on those six and on the exercises built on them,
+    the grader fails exactly the six and passes the others."""
     learner = tmp_path / "class" / "six-mistakes"
     # Without the optional lab, as most learners hand in: grading the lab is
     # held by test_the_optional_lab_has_a_column_for_those_who_handed_it_in.
@@ -270,10 +282,13 @@ def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_ca
         if mistake.file in wrong and mistake.file not in made:
             made[mistake.file] = apply(mistake, learner)
     assert set(made) == wrong
+    graded = wrong.union(*map(built_on, wrong))
+    assert graded - wrong == {"ex08_idempotency.py", "capstone/chaos.py"}
 
     # Commands that wait for something a mistake prevents give up after 20 s
     # (a busy machine can take 10 s over a legitimate chaos.py run).
-    result = subprocess.run([sys.executable, "tools/grade.py", str(learner.parent)], cwd=ROOT,
+    result = subprocess.run([sys.executable, "tools/grade.py", str(learner.parent),
+                             *(f"--exercise={name}" for name in sorted(graded))], cwd=ROOT,
                             capture_output=True, text=True,
                             env={**os.environ, "COMMAND_TIMEOUT": "20"})
 
@@ -284,8 +299,8 @@ def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_ca
     assert verdicts == {name: "PASS" if name not in wrong else {
         "ex02_jobs.py": "ERROR",             # what it should define is not there
         "ex06_leases.py": "TIMEOUT",         # a healthy worker waits for ever for the job
-    }.get(name, "FAIL") for name in verdicts}, (learner.parent / "reports" /
-                                                "six-mistakes.md").read_text()
+    }.get(name, "FAIL") for name in graded}, (learner.parent / "reports" /
+                                              "six-mistakes.md").read_text()
     assert result.returncode == 1
     mistakes_caught.extend(made.values())
 

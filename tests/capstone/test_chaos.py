@@ -21,7 +21,7 @@ import pytest
 
 from tools.harness import sandbox
 from tests.capstone.chaos_helpers import (ONE_WORKER, chaos_by_seed, check_without_keys,
-                                          dead_jobs, parked, problems, run_chaos)
+                                          dead_jobs, parked, problems, run_chaos, side_by_side)
 
 on_tinyq = pytest.mark.exercise("capstone/tinyq.py")
 on_chaos = pytest.mark.exercise("capstone/chaos.py")
@@ -154,13 +154,12 @@ def test_the_same_seed_replays_the_same_run(folder):
     # under the time warp (50 ms), a rival could take it and roll new dice.
     sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 5")
 
-    def story(options):
-        status, output = run_chaos(folder, f"--seed 7 {options}")
-        return re.findall(r"^(?:worker crashes|jobs|duplicates).*$", output, re.M)
-
-    first = story("")
+    runs = side_by_side(folder, [f"--seed 7 {options}"
+                                 for options in ("", "", "--workers 1", "--workers 6")])
+    first, *others = [re.findall(r"^(?:worker crashes|jobs|duplicates).*$", output, re.M)
+                      for _, output in runs]
     assert len(first) == 3, first
-    assert story("") == first and story("--workers 1") == first and story("--workers 6") == first
+    assert others == [first] * 3, (first, others)
 
 
 def loosen_the_guard(folder):

@@ -11,7 +11,7 @@ import pytest
 
 from tools.harness import sandbox
 from tests.capstone.chaos_helpers import (absorbed, chaos_by_seed, passed_for_every_seed,
-                                          problems, run_chaos)
+                                          problems, side_by_side)
 
 pytestmark = pytest.mark.exercise("capstone/shop.py")
 
@@ -136,15 +136,16 @@ def test_the_monkey_says_where_each_crash_struck(folder):
     same seed, however many workers share the jobs."""
     sandbox.apply_edit(folder, "capstone/shop.py", "LEASE_SECONDS = 0.5", "LEASE_SECONDS = 5")
 
-    def crashes(options):
-        status, output = run_chaos(folder, f"--seed 7 --chaos 0.3 {options}")
+    def crashes(run):
+        status, output = run
         assert status == 0, output
         lines = CRASH_LINE.findall(output)
         assert len(lines) == int(re.search(r"worker crashes: (\d+)", output)[1]), output
         assert {where for _, _, where in lines} == CRASH_POINTS, output
         return sorted(lines)
 
-    assert crashes("") == crashes("--workers 1")
+    many, one = side_by_side(folder, ["--seed 7 --chaos 0.3", "--seed 7 --chaos 0.3 --workers 1"])
+    assert crashes(many) == crashes(one)
 
 
 def test_a_crash_point_after_the_transaction_changes_nothing(folder):

@@ -20,8 +20,15 @@
 - simulations (tools/bench/sims.py): click to interactive against a bare
   Pyodide boot in Chromium, cold (at most 0.8 times) and warm (Start 3 s
   after the simulation came into view: at most 0.3 s), and main-thread
-  blocking while a simulation starts (none).
+  blocking while a simulation starts (none);
+- checking time (tools/bench/grading.py): each exercise checked against
+  code/ on its own, then the whole folder, wall and CPU seconds (the goals:
+  10 s an exercise, 20 s a capstone file, 45 s the folder).
+
+Name sections to run only those: `python -m tools.bench grading queues`
+(build, race, queues, grading; all of them by default).
 """
+import argparse
 import collections
 import gzip
 import re
@@ -36,7 +43,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from tools import build
-from tools.bench import queues, sims
+from tools.bench import grading, queues, sims
 from tools.guide import expand
 from tools.sims import folders as sim_folders
 
@@ -71,7 +78,7 @@ class Tags(HTMLParser):
                 or (tag == "script" and attrs.get("src"))]
 
 
-def main():
+def build_and_pages():
     pandoc = build.find_pandoc()
     markdown, _ = expand((ROOT / "guide.md").read_text(encoding="utf-8"), ROOT,
                          sim_folders())
@@ -100,10 +107,6 @@ def main():
         print(f"first chapter ({first.name}) and what it loads, {len(files)} files:")
         print(f"  {raw:,} bytes ({raw / 1024:.1f} KB); {packed:,} bytes gzipped")
         sims.main(out)
-
-
-    race_without_the_gap()
-    queues.main()
 
 
 def race_without_the_gap(jobs=2000, workers=4, runs=3):
@@ -138,6 +141,29 @@ def count_duplicates(folder, jobs, workers):
     lines = (folder / "outbox.txt").read_text().splitlines()
     sent = collections.Counter(line.split(",")[0] for line in lines)
     return sum(1 for count in sent.values() if count > 1)
+
+
+SECTIONS = {"build": lambda args: build_and_pages(),
+            "race": lambda args: race_without_the_gap(),
+            "queues": lambda args: queues.main(),
+            "grading": lambda args: grading.main(args.workers)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tools.bench",
+                                     description="Print the course's numbers; no pass or fail.")
+    parser.add_argument("sections", nargs="*", metavar="SECTION",
+                        help=f"run only these ({', '.join(SECTIONS)}); all by default")
+    parser.add_argument("--workers", type=int, default=grading.EXERCISE_WORKERS, metavar="N",
+                        help="test processes for each exercise's check (grading)")
+    args = parser.parse_args(argv)
+    for name in args.sections:
+        if name not in SECTIONS:
+            parser.error(f"no section {name!r}: choose from {', '.join(SECTIONS)}")
+    if args.workers < 1:
+        parser.error("--workers is at least 1")
+    for name in args.sections or SECTIONS:
+        SECTIONS[name](args)
 
 
 if __name__ == "__main__":
