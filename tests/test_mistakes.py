@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest

@@ -22,7 +22,6 @@ import argparse
 import hashlib
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from tools import grade, mistakes
 from tools.harness import results, steps
-from tools.harness.catalogue import FILES, GUIDE, OPTIONAL, ROOT, where_taught
+from tools.harness.catalogue import FILES, GUIDE, OPTIONAL, where_taught
 
 PROGRESS = "course-progress.txt"
 CHECK_SECONDS = 300          # one exercise's check at the most; then TIMEOUT
@@ -375,10 +374,10 @@ def watch(folder, exercise):
     """Check the exercise, then again each time its file is saved, until Ctrl-C."""
     path = folder / exercise
     while True:
+        checked = saved(path)            # before the check: a save during it counts
         check_and_record(folder, exercise)
         print(f"\nwatching {exercise}: save it to check it again (Ctrl-C to stop)", flush=True)
-        seen = saved(path)
-        while saved(path) == seen:
+        while saved(path) == checked:
             time.sleep(0.3)
         print()
 
