@@ -21,9 +21,10 @@
   Pyodide boot in Chromium, cold (at most 0.8 times) and warm (Start 3 s
   after the simulation came into view: at most 0.3 s), and main-thread
   blocking while a simulation starts (none);
-- checking time (tools/bench/grading.py): each exercise checked against
-  code/ on its own, then the whole folder, wall and CPU seconds (the goals:
-  10 s an exercise, 20 s a capstone file, 45 s the folder).
+- checking time (tools/bench/grading.py): each exercise of a copy of code/
+  checked with check.py, as a learner checks it, then the whole folder as
+  make check WORK= grades it, wall and CPU seconds (the goals: 10 s an
+  exercise, 20 s a capstone file, 45 s the folder).
 
 Name sections to run only those: `python -m tools.bench grading queues`
 (build, race, queues, grading; all of them by default).
@@ -146,7 +147,7 @@ def count_duplicates(folder, jobs, workers):
 SECTIONS = {"build": lambda args: build_and_pages(),
             "race": lambda args: race_without_the_gap(),
             "queues": lambda args: queues.main(),
-            "grading": lambda args: grading.main(args.workers)}
+            "grading": lambda args: grading.main()}
 
 
 def main(argv=None):
@@ -154,14 +155,10 @@ def main(argv=None):
                                      description="Print the course's numbers; no pass or fail.")
     parser.add_argument("sections", nargs="*", metavar="SECTION",
                         help=f"run only these ({', '.join(SECTIONS)}); all by default")
-    parser.add_argument("--workers", type=int, default=grading.EXERCISE_WORKERS, metavar="N",
-                        help="test processes for each exercise's check (grading)")
     args = parser.parse_args(argv)
     for name in args.sections:
         if name not in SECTIONS:
             parser.error(f"no section {name!r}: choose from {', '.join(SECTIONS)}")
-    if args.workers < 1:
-        parser.error("--workers is at least 1")
     for name in args.sections or SECTIONS:
         SECTIONS[name](args)
 

@@ -1,34 +1,37 @@
 """Checking time, a part of `make bench`: numbers, never pass or fail.
 
-Each exercise of the catalogue (tools/harness/catalogue.py) is checked
-against code/ on its own, as a learner's checker or `make grade
-EXERCISE=file` checks it:
+Each exercise of the catalogue (tools/harness/catalogue.py) is checked in
+a copy of code/ with the learner's checker, as a learner checks it:
 
-    python -m pytest -q -p no:cacheprovider -n N --work=code --exercise=FILE
+    python3 check.py FILE          (tools/check.py)
 
-then the whole folder (--work=code, no --exercise), as `make check WORK=`
-grades one learner. Each line gives the wall time and the CPU seconds of
-pytest and of every process it waited for (its test processes and the
-programs they ran), beside the goal: 10 s for each of ex01-ex09 and
-herd.py, 20 s for each capstone file, 45 s for the whole folder.
+then the whole folder as `make check WORK=` grades one learner:
 
-Run it alone with `python -m tools.bench grading` (--workers N to choose N).
+    python -m pytest -q -p no:cacheprovider -n 4 --work=code
+
+Each line gives the wall time and the CPU seconds of every process it
+waited for (the checker, its test processes and the programs they ran),
+beside the goal (10 s for each of ex01-ex09 and herd.py, 20 s for each
+capstone file, 45 s for the whole folder) and the checker's own estimate,
+check.ABOUT, which it prints as "about N s".
+
+Run it alone with `python -m tools.bench grading`.
 """
 import re
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from tools.harness.catalogue import EXERCISES, ROOT
+from tools import check
+from tools.harness.catalogue import CODE, EXERCISES, ROOT
 
 EXERCISE_GOAL_SECONDS = 10
 CAPSTONE_GOAL_SECONDS = 20
 FOLDER_GOAL_SECONDS = 45
-# Test processes per check. Most tests wait for the programs they run, so a
-# few more processes than the 2 cores help; each costs about a second of CPU
-# to start.
-EXERCISE_WORKERS = 2
 FOLDER_WORKERS = 4
 
 
@@ -41,17 +44,19 @@ def children_cpu_seconds():
     return used.ru_utime + used.ru_stime
 
 
-def timed_check(workers, exercise=None):
-    """(wall seconds, CPU seconds, pytest's last line) of one check of code/."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               f"--numprocesses={workers}", "--work=code"]
-    if exercise:
-        command.append(f"--exercise={exercise}")
+def timed(command, folder):
+    """(wall seconds, CPU seconds, the finished process) of a command."""
     cpu = children_cpu_seconds()
     started = time.perf_counter()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    return wall, children_cpu_seconds() - cpu, summary(result)
+    result = subprocess.run(command, cwd=folder, capture_output=True, text=True)
+    return time.perf_counter() - started, children_cpu_seconds() - cpu, result
+
+
+def checked(exercise, folder):
+    """What the checker said last, in a few words: its verdict and steps."""
+    wall, cpu, result = timed([sys.executable, "-m", "tools.check", exercise], folder)
+    verdicts = re.findall(r"^((?:PASS|FAIL|ERROR|TIMEOUT): .*)$", result.stdout, re.M)
+    return wall, cpu, verdicts[-1] if verdicts else f"exit status {result.returncode}"
 
 
 def summary(result):
@@ -61,13 +66,19 @@ def summary(result):
     return said if result.returncode == 0 else f"{said}: NOT ALL PASSED"
 
 
-def main(workers=EXERCISE_WORKERS, folder_workers=FOLDER_WORKERS):
-    print(f"checking code/, one exercise at a time, -n {workers}"
-          " (wall s, CPU s of every process, goal):", flush=True)
-    for exercise in EXERCISES:
-        wall, cpu, said = timed_check(workers, exercise.file)
-        print(f"  {exercise.file:26} {wall:6.1f} s wall {cpu:6.1f} s CPU"
-              f"   (goal: at most {goal(exercise.file)} s)   {said}", flush=True)
-    wall, cpu, said = timed_check(folder_workers)
+def main(folder_workers=FOLDER_WORKERS):
+    print("checking code/ with check.py, one exercise at a time (wall s, CPU s of every"
+          " process; goal; check.py's estimate):", flush=True)
+    with tempfile.TemporaryDirectory() as temp:
+        folder = Path(temp) / "learner"
+        shutil.copytree(CODE, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        for exercise in EXERCISES:
+            wall, cpu, said = checked(exercise.file, folder)
+            print(f"  {exercise.file:26} {wall:6.1f} s wall {cpu:6.1f} s CPU   (goal: at most "
+                  f"{goal(exercise.file)} s; about {check.ABOUT[exercise.file]} s)"
+                  f"   {said}", flush=True)
+    wall, cpu, result = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               f"--numprocesses={folder_workers}", "--work=code"], ROOT)
+    said = summary(result)
     print(f"  {'the whole folder, -n ' + str(folder_workers):26} {wall:6.1f} s wall"
           f" {cpu:6.1f} s CPU   (goal: at most {FOLDER_GOAL_SECONDS} s)   {said}")
