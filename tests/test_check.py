@@ -329,10 +329,6 @@ def test_a_crash_is_shown_in_the_learners_own_file(tmp_path):
     assert "Hint" not in run.stdout      # the mistakes that end at that step print, not crash
 
 
-def test_every_exercise_has_an_estimate():
-    assert set(check.ABOUT) == set(FILES)
-
-
 def test_the_course_order_is_the_guides():
     order = check.course_order()
     assert sorted(order) == sorted(FILES)

@@ -75,7 +75,7 @@ def main(folder_workers=FOLDER_WORKERS):
         for exercise in EXERCISES:
             wall, cpu, said = checked(exercise.file, folder)
             print(f"  {exercise.file:26} {wall:6.1f} s wall {cpu:6.1f} s CPU   (goal: at most "
-                  f"{goal(exercise.file)} s; about {check.ABOUT[exercise.file]} s)"
+                  f"{goal(exercise.file)} s; about {check.ABOUT.get(exercise.file, '?')} s)"
                   f"   {said}", flush=True)
     wall, cpu, result = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                f"--numprocesses={folder_workers}", "--work=code"], ROOT)
