@@ -10,6 +10,7 @@ import contextlib
 import json
 import random
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -337,3 +338,11 @@ def earned(state):
 
 GUIDE = (catalogue.ROOT / "guide.md").read_text(encoding="utf-8")
 PROSE = " ".join(GUIDE.split())          # the guide's words, however its lines wrap
+
+
+def as_in_a_terminal():
+    """For Popen's preexec_fn, in a test that presses Ctrl-C: the program
+    gets SIGINT as one started from a terminal does. (A shell script that
+    starts the tests in the background, as a CI runner may, starts them
+    deaf to SIGINT, and their children inherit that.)"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -19,6 +19,7 @@ import pytest
 from tools import check, guide
 from tools.harness.catalogue import CODE, FILES, OPTIONAL, ROOT, exercise_of
 from tools.mistakes import MISTAKES
+from tests.helpers import as_in_a_terminal
 
 HANGS = "import time\nwhile True:\n    time.sleep(1)\n"
 
@@ -229,7 +230,7 @@ def test_ctrl_c_stops_the_check_and_everything_it_started(tmp_path):
     mark = f"CHECK_TEST_MARK={uuid.uuid4().hex}"
     process = subprocess.Popen(CHECKER, cwd=folder,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True,
+                               start_new_session=True, preexec_fn=as_in_a_terminal,
                                env={**os.environ, mark.split("=")[0]: mark.split("=")[1]})
     deadline = time.monotonic() + 60
     while not any(b"ex01_slow_signup" in command_line(pid) for pid in carrying(mark)):
@@ -251,7 +252,7 @@ def test_watch_checks_again_on_each_save_and_never_moves_on(tmp_path):
     (folder / "ex01_slow_signup.py").write_text(fine.replace("create_account(address)\n", "", 1))
     process = subprocess.Popen([*CHECKER, "ex01", "--watch"],
                                cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, start_new_session=True)
+                               text=True, start_new_session=True, preexec_fn=as_in_a_terminal)
     printed = queue.Queue()
     reader = threading.Thread(target=lambda: [printed.put(line) for line in process.stdout])
     reader.start()

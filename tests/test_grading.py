@@ -23,6 +23,7 @@ import pytest
 
 from tools.harness import catalogue, sandbox
 from tools.mistakes import MISTAKES, apply
+from tests.helpers import as_in_a_terminal
 
 ROOT = catalogue.ROOT
 CODE = ROOT / "code"
@@ -159,7 +160,7 @@ def test_ctrl_c_stops_every_grading_and_writes_nothing(tmp_path):
         [sys.executable, "tools/grade.py", str(learners), "--exercise", "ex03_memory_queue.py",
          "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "COMMAND_TIMEOUT": "600"},
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        preexec_fn=as_in_a_terminal)
     started = lambda: [int(pid) for path in pids.values() if path.exists()
                        for pid in path.read_text().split()]
     try:

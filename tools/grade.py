@@ -67,6 +67,10 @@ TAG = "GRADING_TAG"
 
 
 def limit_learner():
+    """Runs in a learner's pytest process before it starts: grading's limits,
+    and SIGINT's default action, which stop() relies on even where grade.py
+    was started deaf to it (in the background of a shell script)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     for limit, value in LEARNER_LIMITS.items():
         resource.setrlimit(limit, (value, value))
 

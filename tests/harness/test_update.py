@@ -12,6 +12,7 @@ import pytest
 
 from tools.harness import catalogue, compare, sessions, update
 from tests.harness.demo import (PRODUCER_ADDS_TWO, WORKER_DOES_THEM, WORKER_STARTS, guide_text)
+from tests.helpers import as_in_a_terminal
 
 up_to_date = compare.brought_up_to_date
 
@@ -258,7 +259,7 @@ def test_ctrl_c_rewrites_nothing(tmp_path, demo):
     run = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "guide.md",
          "--update-transcripts"], cwd=root, stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(root)})
+        env={**os.environ, "PYTHONPATH": str(root)}, preexec_fn=as_in_a_terminal)
     while not (tmp_path / "started").exists() and run.poll() is None:
         time.sleep(0.05)                     # until the last block runs
     run.send_signal(signal.SIGINT)
