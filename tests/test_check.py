@@ -116,6 +116,18 @@ def test_a_failing_command_comes_after_the_commands_of_its_block_that_passed(tmp
     assert lines[failed].startswith(f"  {check.FAILED} `$ python3 ex07_retries.py work --seed 1`")
 
 
+def test_the_lab_where_no_server_can_start_is_not_graded_and_says_why(tmp_path):
+    """Where PostgreSQL cannot start (here POSTGRESQL_BIN names a folder
+    without initdb), the lab's file is NOT GRADED, with the reason: never a
+    PASS of no steps."""
+    folder = learner(tmp_path, "capstone/races_pg.py")
+    run = run_check(folder, "races_pg", POSTGRESQL_BIN=str(tmp_path / "nowhere"))
+    assert run.returncode == 1
+    assert "NOT GRADED: capstone/races_pg.py. The optional lab needs a PostgreSQL server, " \
+        f"and none can be started here: POSTGRESQL_BIN is {tmp_path / 'nowhere'}" in run.stdout
+    assert "PASS" not in run.stdout
+
+
 def test_a_file_that_will_not_compile_is_an_error_at_its_line(tmp_path):
     """A syntax error is ERROR, with the file, line and column, and the line."""
     folder = learner(tmp_path, "ex01_slow_signup.py")

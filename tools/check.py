@@ -152,6 +152,7 @@ class Run:
         self.log = open(self.out / "pytest.log", "w+", encoding="utf-8")
         self.process = grade.start_grading(
             folder, [f"--exercise={exercise}", f"--steps-to={self.out}",
+                     f"--results-json={self.out / 'results.json'}",
                      f"--numprocesses={WORKERS.get(exercise, 2)}"], output=self.log)
         self.ended = {}
         self.read_up_to = 0
@@ -177,6 +178,10 @@ class Run:
             step = json.loads(line)
             self.ended[step["id"]] = step
         return self.ended
+
+    def graded(self, exercise):
+        """results.py's verdict of the exercise, once the run has ended."""
+        return results.read(self.out / "results.json").get(exercise, {})
 
     def finished(self):
         return self.process.poll() is not None
@@ -224,7 +229,9 @@ def narrate(run, exercise, deadline, say):
                 return failure(exercise, step, line["problem"], say)
             tell(step, line["outcome"], say)
             told += 1
-        if plan is not None and told == len(plan):
+        if plan == [] and done:
+            return nothing_ran(run, exercise, say)
+        if plan and told == len(plan):
             return passed(exercise, len(plan), say)
         if done:
             return broke_off(run, exercise, plan, told, say)
@@ -258,8 +265,8 @@ def failure(exercise, step, problem, say):
         if any(line.startswith(("+", "-")) for line in problem["output"].splitlines()):
             say("\n    (- lines are what the guide shows, + lines what your program printed)")
     where = problem["where"]
-    reread = section_at(int(where.split(":")[1])) if where.startswith("guide.md:") \
-        else taught_in(exercise)
+    line = where.removeprefix("guide.md:")
+    reread = section_at(int(line)) if line.isdigit() else taught_in(exercise)
     test = f" ({problem['test'].rpartition('::')[2]})" if problem["test"] else ""
     say(f"\n{verdict}: {exercise}, at {where}{test}.")
     say(f"Reread: {reread}.")
@@ -281,6 +288,14 @@ def hints(exercise, problem):
 def passed(exercise, count, say):
     say(f"\n{results.PASS}: {exercise}, all {count} steps.")
     return results.PASS
+
+
+def nothing_ran(run, exercise, say):
+    """No step of the exercise could run here: the lab, without PostgreSQL."""
+    graded = run.graded(exercise)
+    say(f"{graded.get('verdict', results.NOT_RUN)}: {exercise}. "
+        f"{graded.get('why', 'None of its steps could run here.')}")
+    return graded.get("verdict", results.NOT_RUN)
 
 
 def broke_off(run, exercise, plan, told, say):
