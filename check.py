@@ -32,7 +32,7 @@ def set_up():
     if sys.version_info < (3, 10):
         sys.exit(f"Python 3.10 or newer is needed; {sys.executable} is "
                  f"{sys.version.split()[0]}")
-    print(f"setting up the checker in {VENV} (once; about a minute, and it needs the "
+    print(f"setting up the course's tools in {VENV} (once; about a minute, and it needs the "
           f"network)…", file=sys.stderr, flush=True)
     if VENV.is_symlink():
         VENV.unlink()                     # the link, never what it points to
