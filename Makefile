@@ -7,7 +7,7 @@
 #                         report per learner (EXERCISE=file: only that exercise)
 # make transcripts        re-run guide.md's transcripts and rewrite each one whose output
 #                         changed (keeping its pids, close timings and ...): review the git diff
-# make mutations          grade every classic mistake of tools/mistakes.py (slow)
+# make mutations          check every classic mistake of tools/mistakes.py as a learner would (slow)
 # make soak               run every test 5 times beside 4 CPU hogs (RUNS=, HOGS=): never flaky
 # make bench              print build, page-weight and queue numbers (no pass/fail)
 # make clean              remove the virtualenv, node_modules and caches
