@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tools import grade, mistakes
 from tools.harness import results, steps
-from tools.harness.catalogue import FILES, GUIDE, OPTIONAL, where_taught
+from tools.harness.catalogue import FILES, GUIDE, OPTIONAL, section_ending, where_taught
 
 PROGRESS = "course-progress.txt"
 CHECK_SECONDS = 300          # one exercise's check at the most; then TIMEOUT
@@ -118,10 +118,7 @@ def taught_in(exercise):
 
 def section_at(line):
     """The chapter and section of guide.md that its line is in."""
-    before = "".join(GUIDE.read_text(encoding="utf-8").splitlines(True)[:line])
-    chapter = re.findall(r"^# (.+)$", before, re.M)
-    section = re.findall(r"^## (.+)$", before[before.rfind("\n# "):], re.M)
-    return " › ".join(chapter[-1:] + section[-1:]) or "the guide"
+    return section_ending("".join(GUIDE.read_text(encoding="utf-8").splitlines(True)[:line]))
 
 
 def syntax_error(folder, exercise):

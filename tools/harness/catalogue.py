@@ -123,7 +123,12 @@ def where_taught(text, exercise):
     shows the exercise's file."""
     listing = next((block for block in guide.blocks(text)
                     if block.attributes.get("include") == f"code/{exercise}"), None)
-    before = text[:listing.start] if listing else ""
+    return section_ending(text[:listing.start] if listing else "")
+
+
+def section_ending(before):
+    """The chapter and section that a part of the guide's text, from its
+    start, ends in."""
     chapter = re.findall(r"^# (.+)$", before, re.M)
     section = re.findall(r"^## (.+)$", before[before.rfind("\n# "):], re.M) if chapter else []
     return " › ".join((chapter[-1:] + section[-1:]) or ["the guide"])
