@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tools.harness import sandbox
+from tools.harness import postgres, sandbox
 
 
 # ---------------------------------------------------------------- time warp
@@ -101,6 +101,32 @@ def test_processes_of_a_session_share_one_clock(tmp_path, shared):
     else:         # a's last 3 s of sleep moved only a's clock: 2.25 s past b's, as
         assert seen["b", "gap"] < -1, output  # the 0.75 s a really slept counts on both
 
+
+def test_a_wait_for_a_postgresql_notification_is_warped_too(tmp_path, postgresql,
+                                                            tmp_path_factory):
+    """tinyq_pg's idle worker waits in psycopg's notifies(timeout=...), not
+    in time.sleep: a wait that ends with no notification is as quick as a
+    sleep, and the clocks see it all; one a NOTIFY ends comes back at once."""
+    packages = postgres.reader_packages(tmp_path_factory.mktemp("psycopg") / "packages")
+    (tmp_path / "script.py").write_text(f"""
+import sitecustomize, time, psycopg
+db = psycopg.connect({str(postgresql)!r}, autocommit=True)
+db.execute("LISTEN ping")
+start, real = time.monotonic(), sitecustomize.real_monotonic()
+got = list(db.notifies(timeout=2, stop_after=1))
+print(len(got), time.monotonic() - start, sitecustomize.real_monotonic() - real)
+db.execute("NOTIFY ping")
+start = time.monotonic()
+got = list(db.notifies(timeout=2, stop_after=1))
+print(len(got), time.monotonic() - start)
+""")
+    status, output = sandbox.run(f'PYTHONPATH="$PYTHONPATH:{packages}" python3 script.py',
+                                 tmp_path)
+    assert status == 0, output
+    (timed_out, seen, real), (notified, quick) = [line.split() for line in output.splitlines()]
+    assert timed_out == "0" and 2 <= float(seen) < 3, output
+    assert float(real) < 1, output        # 0.1 s at a warp of 20, on a quiet machine
+    assert notified == "1" and float(quick) < 1, output
 
 def test_no_warp_without_timewarp(tmp_path):
     (tmp_path / "script.py").write_text("import time; print(time.sleep.__module__)\n")

@@ -11,9 +11,10 @@ runs backwards, and threads sleeping at the same time share one skip: two
 threads sleeping 1 s side by side advance the clock by about 1 s, not 2.
 
 time.sleep, time.time, time.monotonic and time.perf_counter (and their _ns
-forms) are warped. Not warped: waits with a timeout (Event.wait,
-queue.get(timeout=...), Condition.wait), datetime.now(), and SQLite's own
-clock (CURRENT_TIMESTAMP, julianday('now')).
+forms) are warped, and so is the timeout of psycopg's Connection.notifies(),
+where the PostgreSQL lab's idle worker waits for a NOTIFY. Not warped: other
+waits with a timeout (Event.wait, queue.get(timeout=...), Condition.wait),
+datetime.now(), and SQLite's own clock (CURRENT_TIMESTAMP, julianday('now')).
 
 With TIMEWARP_CLOCK=FILE, the skip lives in FILE (one double, 8 bytes) rather
 than in the process, so every process of a transcript session reads and
@@ -93,3 +94,39 @@ if os.environ.get("TIMEWARP"):
         setattr(time, name, warp(getattr(time, name)))
         setattr(time, name + "_ns", warp_ns(getattr(time, name + "_ns")))
     time.sleep = sleep
+
+    def warp_notifies(notifies):
+        """psycopg's Connection.notifies, its timeout warped as sleep is: a
+        wait that no notification ends lasts timeout/FACTOR, and then the
+        clocks have seen all of it."""
+        def warped(self, *, timeout=None, stop_after=None):
+            if timeout is None:
+                return (yield from notifies(self, stop_after=stop_after))
+            wake_at = real_monotonic() + current_skip() + timeout
+            received = 0
+            for notify in notifies(self, timeout=timeout / FACTOR, stop_after=stop_after):
+                received += 1
+                yield notify
+            if stop_after is None or received < stop_after:      # it timed out
+                raise_skip(wake_at - real_monotonic())
+        return warped
+
+    class WarpPsycopg:
+        """Finds psycopg.connection as Python would, and warps its
+        notifies() once it is loaded: tinyq_pg's idle worker waits there."""
+        def find_spec(self, name, path, target=None):
+            if name != "psycopg.connection":
+                return None
+            import importlib.machinery
+            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+            if spec is not None:
+                load = spec.loader.exec_module
+
+                def exec_module(module):
+                    load(module)
+                    module.Connection.notifies = warp_notifies(module.Connection.notifies)
+                spec.loader.exec_module = exec_module
+            return spec
+
+    import sys
+    sys.meta_path.insert(0, WarpPsycopg())
