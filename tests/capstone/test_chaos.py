@@ -329,10 +329,111 @@ with queue.transaction():
 """
 
 
-def kill_workers_until_drained(folder, workers, rng, jobs_per_kill=1, stuck_after=30,
+# The workers fork from one Python that has already imported the library
+# (a zygote, as Android starts its apps), so a restart after a kill costs a
+# fork, not a Python start with its imports: on PostgreSQL that is psycopg,
+# 0.1 CPU-s, every 20 jobs. Each child runs worker.py, which opens its own
+# queue. The zygote reads one command a line and answers each with a line:
+#   start      the new worker's pid
+#   poll PID   its exit status, or "running"
+#   wait PID   its exit status, once it has exited
+#   kill PID   "killed", once SIGKILL is sent (harmless to one that has exited)
+ZYGOTE = """
+import os, runpy, signal, sys, traceback
+import {library}
+exited = {{}}
+
+def status(pid, block):
+    if pid not in exited:
+        done, code = os.waitpid(pid, 0 if block else os.WNOHANG)
+        if not done:
+            return "running"
+        exited[pid] = os.waitstatus_to_exitcode(code)
+    return exited[pid]
+
+def work():
+    os.dup2(2, 1)                  # the answers' pipe is the zygote's alone
+    try:
+        runpy.run_path("worker.py", run_name="__main__")
+        return 0
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stderr.flush()
+
+for line in sys.stdin:
+    command, *pid = line.split()
+    pid = int(pid[0]) if pid else None
+    if command == "start":
+        answer = os.fork()
+        if answer == 0:
+            os._exit(work())
+    elif command == "kill":
+        if pid not in exited:
+            os.kill(pid, signal.SIGKILL)
+        answer = "killed"
+    else:
+        answer = status(pid, block=command == "wait")
+    print(answer, flush=True)
+"""
+
+
+class Zygote:
+    """ZYGOTE, for the library in folder; stopped on leaving, after its
+    workers (kill_workers_until_drained stops them)."""
+    def __init__(self, folder, library):
+        (folder / "zygote.py").write_text(ZYGOTE.format(library=library))
+        self.process = subprocess.Popen([sys.executable, "zygote.py"], cwd=folder, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def ask(self, command):
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline().strip()
+        assert answer, f"the zygote stopped: exit status {self.process.wait()}"
+        return answer
+
+    def start(self):
+        return Forked(self, int(self.ask("start")))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        with self.process:         # closes its pipes (the end of its commands), then waits
+            pass
+
+
+class Forked:
+    """A worker the Zygote forked, with the Popen methods the check uses."""
+    def __init__(self, zygote, pid):
+        self.zygote, self.pid, self.returncode = zygote, pid, None
+
+    def _status(self, command):
+        if self.returncode is None:
+            answer = self.zygote.ask(f"{command} {self.pid}")
+            self.returncode = None if answer == "running" else int(answer)
+        return self.returncode
+
+    def poll(self):
+        return self._status("poll")
+
+    def wait(self):
+        return self._status("wait")
+
+    def kill(self):
+        if self.returncode is None:
+            self.zygote.ask(f"kill {self.pid}")
+
+
+def kill_workers_until_drained(folder, start, workers, rng, jobs_per_kill=1, stuck_after=30,
                                time_limit=240):
-    """Run the workers, SIGKILL a random one every 5-50 ms and start it
-    again, until every worker has found the queue drained. Returns the kills.
+    """Run the workers (each from start(), which returns a Popen or a
+    Forked), SIGKILL a random one every 2-20 ms and start it again, until
+    every worker has found the queue drained. Returns the kills.
     A kill waits until jobs_per_kill jobs have run since the last one: on a
     machine so busy that a Python takes longer to start than the workers take
     to be killed, they would otherwise never get to work (in a soak beside
@@ -342,9 +443,6 @@ def kill_workers_until_drained(folder, workers, rng, jobs_per_kill=1, stuck_afte
     machine is slow (at a load of 17, PostgreSQL's check took 50 s, where the
     limit was once 120), and below pytest's timeout (pytest.ini), so that
     such a queue fails with its reason instead of timing out."""
-    def start():
-        return subprocess.Popen([sys.executable, "worker.py"], cwd=folder)
-
     def deliveries():
         log = folder / "deliveries.log"
         return log.read_bytes().count(b"\n") if log.exists() else 0
@@ -354,7 +452,7 @@ def kill_workers_until_drained(folder, workers, rng, jobs_per_kill=1, stuck_afte
     started = progress = time.monotonic()
     try:
         while any(worker.poll() is None for worker in running):
-            time.sleep(rng.uniform(0.005, 0.05))
+            time.sleep(rng.uniform(0.002, 0.02))
             now_delivered = deliveries()
             if now_delivered > delivered:
                 delivered, progress = now_delivered, time.monotonic()
@@ -400,20 +498,23 @@ def test_killed_workers_lose_no_job(backend, tinyq, database, monkeypatch, capsy
     open_queue = (f"import os, {library}\n"
                   f"queue = {library}.Queue(os.environ['DATABASE'], lease=0.2,"
                   f" max_attempts=1000)\n")
-    check_killed_workers(Path(tinyq.__file__).parent, open_queue, capsys, **QUEUE_CHECK[backend])
+    check_killed_workers(Path(tinyq.__file__).parent, library, open_queue, capsys,
+                         **QUEUE_CHECK[backend])
 
 
-def check_killed_workers(folder, open_queue, capsys, jobs=10_000,
+def check_killed_workers(folder, library, open_queue, capsys, jobs=10_000,
                          duplicates_seen=True, jobs_per_kill=1):
-    """The queue check, with the queue that open_queue makes. Kills must hit
-    jobs mid-way: some are claimed again; and, unless duplicates_seen is
-    False, some are even run twice, a kill landing between the work and
-    the ack (a window too short on PostgreSQL to be sure of hitting)."""
+    """The queue check, with the queue that open_queue makes of library.
+    Kills must hit jobs mid-way: some are claimed again; and, unless
+    duplicates_seen is False, some are even run twice, a kill landing
+    between the work and the ack (a window too short on PostgreSQL to be
+    sure of hitting)."""
     (folder / "fill.py").write_text(FILL.format(open_queue=open_queue, jobs=jobs))
     (folder / "worker.py").write_text(CHECKED_WORKER.format(open_queue=open_queue))
     subprocess.run([sys.executable, "fill.py"], cwd=folder, check=True)
-    kills = kill_workers_until_drained(folder, 4, random.Random(1),
-                                       jobs_per_kill=jobs_per_kill)
+    with Zygote(folder, library) as zygote:
+        kills = kill_workers_until_drained(folder, zygote.start, 4, random.Random(1),
+                                           jobs_per_kill=jobs_per_kill)
 
     runs = collections.Counter(int(line) for line in
                                (folder / "deliveries.log").read_text().splitlines())
