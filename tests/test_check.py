@@ -255,6 +255,24 @@ def test_ctrl_c_stops_the_check_and_everything_it_started(tmp_path):
     assert carrying(mark) == []
 
 
+def test_piped_into_head_it_stops_quietly_and_leaves_nothing_running(tmp_path):
+    """`check.py | head -1`: once the reader of its output has gone, the
+    check stops with no traceback, and no program of it is left behind."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")    # its next line is its first step's
+    mark = f"CHECK_TEST_MARK={uuid.uuid4().hex}"
+    process = subprocess.Popen(CHECKER, cwd=folder,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=as_in_a_terminal,
+                               env={**os.environ, mark.split("=")[0]: mark.split("=")[1]})
+    assert process.stdout.readline().startswith(b"checking ex01_slow_signup.py")
+    process.stdout.close()                       # what head does after its line
+    with process.stderr:
+        err = process.stderr.read().decode()
+    process.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert process.returncode == 1
+    assert carrying(mark) == []
+
 def test_watch_checks_again_on_each_save_and_never_moves_on(tmp_path):
     """--watch checks the exercise, then again when its file is saved, even
     while the check that failed is still ending; a newer file of another

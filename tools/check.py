@@ -21,6 +21,7 @@ mistake, 130 interrupted.
 import argparse
 import hashlib
 import json
+import os
 import re
 import sys
 import tempfile
@@ -408,6 +409,19 @@ def saved(path):
 
 
 def main(argv=None):
+    try:
+        status = check_as_asked(argv)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Whatever read the output has gone (check.py | head), and the check
+        # has stopped. Python's last flush at exit must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def check_as_asked(argv):
+    """What the command line asks for, done: the exit status."""
     parser = argparse.ArgumentParser(
         prog="python3 check.py",
         description="Check one exercise against the guide, step by step.",
