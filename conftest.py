@@ -105,10 +105,15 @@ def browser_type_launch_args(browser_type_launch_args):
         pytest.fail("Chromium is missing: `apt-get install chromium` "
                     "(make check installs it when it runs as root)")
     # Playwright's own browser cannot be downloaded here; this machine's
-    # closed network also refuses Chromium's background connections.
+    # closed network also refuses Chromium's background connections. Each
+    # test boots Pyodide in a new context, where V8 compiles its WebAssembly
+    # again, and then again with its optimizing tier for the hot functions:
+    # Liftoff's code alone runs the same Python, for a quarter less of the
+    # browser tests' CPU (tools/sims/test_pages.py: 145 -> 108 CPU-s of the
+    # machine). make bench times Python's start with V8 as it ships.
     return {**browser_type_launch_args, "executable_path": str(CHROMIUM),
             "args": ["--disable-background-networking", "--disable-component-update",
-                     "--no-first-run", "--disable-sync"]}
+                     "--no-first-run", "--disable-sync", "--js-flags=--liftoff-only"]}
 
 
 @pytest.fixture
