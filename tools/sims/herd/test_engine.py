@@ -189,10 +189,11 @@ def test_chapter_6_quotes_the_herd_over_twenty_seeds():
 
 
 def test_chapter_6s_drill_asks_about_what_a_cap_of_10_ms_does():
-    """Study Drill 4 of Chapter 6, with the reader's own herd.py (code/'s):
-    with a cap of half a round trip, full jitter still makes more than
-    half the calls of no jitter, and decorrelated clients that draw past
-    the cap are in step again. The drill asks; these are its answers."""
+    """Chapter 6's optional drill (in "Watching a Herd with herd.py"), with
+    the reader's own herd.py (code/'s): with a cap of half a round trip,
+    full jitter still makes more than half the calls of no jitter, and
+    decorrelated clients that draw past the cap are in step again. The
+    drill asks; these are its answers."""
     herd_py = course.module("herd.py")
     assert herd_py.ROUND_TRIP_SECONDS / 2 == 0.01
     full, exponential, decorrelated = (herd_py.summary(herd_py.contend(policy, cap=0.01))
