@@ -378,3 +378,17 @@ def test_check_py_starts_the_checker_once_the_tools_are_there(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("usage: python3 check.py [-h] [--watch]")
+
+
+def test_the_guide_says_how_long_a_check_takes_as_the_checker_estimates():
+    """Chapter 0's "from a second or two up to about a dozen", "the lab's
+    queue ... about a minute", against check.ABOUT (which make bench
+    measures)."""
+    text = " ".join((ROOT / "guide.md").read_text().split())
+    assert ("Checking one exercise takes from a second or two up to about a dozen (it says "
+            "how long before it starts); only the PostgreSQL lab's queue takes longer, "
+            "about a minute.") in text
+    others = dict(check.ABOUT)
+    lab_queue = others.pop("capstone/tinyq_pg.py")
+    assert 1 <= min(others.values()) <= 2 and 10 <= max(others.values()) <= 15
+    assert 40 <= lab_queue <= 80
