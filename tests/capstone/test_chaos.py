@@ -431,9 +431,9 @@ class Forked:
 
 def kill_workers_until_drained(folder, start, workers, rng, jobs_per_kill=1, stuck_after=30,
                                time_limit=240):
-    """Run the workers (each from start(), which returns a Popen or a
-    Forked), SIGKILL a random one every 2-20 ms and start it again, until
-    every worker has found the queue drained. Returns the kills.
+    """Run the workers (each from start(): a process with Popen's poll,
+    kill and wait), SIGKILL a random one every 2-20 ms and start it again,
+    until every worker has found the queue drained. Returns the kills.
     A kill waits until jobs_per_kill jobs have run since the last one: on a
     machine so busy that a Python takes longer to start than the workers take
     to be killed, they would otherwise never get to work (in a soak beside

@@ -128,6 +128,7 @@ print(len(got), time.monotonic() - start)
     assert float(real) < 1, output        # 0.1 s at a warp of 20, on a quiet machine
     assert notified == "1" and float(quick) < 1, output
 
+
 def test_no_warp_without_timewarp(tmp_path):
     (tmp_path / "script.py").write_text("import time; print(time.sleep.__module__)\n")
     _, warped = sandbox.run("python3 script.py", tmp_path)

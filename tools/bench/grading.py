@@ -14,9 +14,9 @@ Each line gives the wall time and the CPU seconds of every process it
 waited for (the checker, its test processes and the programs they ran),
 and for a whole folder the busy CPU seconds of the whole machine too,
 which count the lab's PostgreSQL server: pg_ctl starts it apart, so no
-process above waits for it. Then the goal (10 s for each of ex01-ex09 and herd.py, 20 s for each
-capstone file, 45 s for the whole folder) and the checker's own estimate,
-check.ABOUT, which it prints as "about N s".
+process above waits for it. Then the goal (10 s for each of ex01-ex09 and
+herd.py, 20 s for each capstone file, 45 s for the whole folder) and the
+checker's own estimate, check.ABOUT, which it prints as "about N s".
 
 Run it alone with `python -m tools.bench grading`.
 """
@@ -102,10 +102,10 @@ def main(folder_workers=FOLDER_WORKERS):
 
 def whole_folder(label, work, workers):
     """One line: a folder graded as make check WORK= grades it."""
-    busy = machine_busy_seconds()
+    before = machine_busy_seconds()
     wall, cpu, result = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                f"--numprocesses={workers}", f"--work={work}"], ROOT)
-    if busy is not None:           # the lab's server works apart from the processes above
-        busy = f" ({machine_busy_seconds() - busy:.1f} s CPU the whole machine)"
+    machine = ("" if before is None else
+               f" ({machine_busy_seconds() - before:.1f} s CPU the whole machine)")
     print(f"  {label:26} {wall:6.1f} s wall {cpu:6.1f} s CPU   (goal: at most "
-          f"{FOLDER_GOAL_SECONDS} s)   {summary(result)}{busy or ''}", flush=True)
+          f"{FOLDER_GOAL_SECONDS} s)   {summary(result)}{machine}", flush=True)
