@@ -44,7 +44,7 @@ WORKERS = {"ex03_memory_queue.py": 3, "ex05_two_workers.py": 3}
 # "about 10 s"). Once a learner's exercise has passed, their own last time
 # is used instead.
 ABOUT = {"ex01_slow_signup.py": 2, "ex02_jobs.py": 2, "ex03_memory_queue.py": 5,
-         "ex04_durable_queue.py": 4, "ex05_two_workers.py": 11, "ex06_leases.py": 8,
+         "ex04_durable_queue.py": 4, "ex05_two_workers.py": 8, "ex06_leases.py": 8,
          "ex07_retries.py": 5, "ex08_idempotency.py": 5, "ex09_charge_worker.py": 4,
          "herd.py": 1, "capstone/tinyq.py": 8, "capstone/shop.py": 12,
          "capstone/chaos.py": 12, "capstone/races_pg.py": 3, "capstone/tinyq_pg.py": 50,
