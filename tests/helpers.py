@@ -305,11 +305,21 @@ class Edit(NamedTuple):
 O7 = {"tenant": "North", "invoice": 7, "amount_cents": 5000}
 
 
-def set_constant(folder, name, value):
-    """Set a constant of ex09 the way a Study Drill tells the reader to."""
-    path = folder / "ex09_charge_worker.py"
+def set_constant(path, name, value):
+    """Set a number at the top of the exercise at path, the way a Study
+    Drill tells the reader to."""
     text, count = re.subn(rf"(?m)^{name}\s*=\s*[\d.]+", f"{name} = {value}", path.read_text())
-    assert count == 1, f"ex09_charge_worker.py should set {name} once"
+    assert count == 1, f"{path.name} should set {name} once"
+    path.write_text(text)
+
+
+def add_new_users(path, addresses):
+    """Add addresses at the end of the exercise's NEW_USERS list, as a Study
+    Drill of Chapters 1 and 3 tells the reader to."""
+    added = "".join(f', "{address}"' for address in addresses)
+    text, count = re.subn(r"(?ms)^(NEW_USERS\s*=\s*\[.*?)\s*,?\s*\]", rf"\1{added}]",
+                          path.read_text(), count=1)
+    assert count == 1, f"{path.name} should set NEW_USERS to a list"
     path.write_text(text)
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import numbers, run_script
+from tests.helpers import add_new_users, numbers, run_script, set_constant
 
 pytestmark = pytest.mark.exercise("ex01_slow_signup.py")
 
@@ -38,11 +38,7 @@ except ConnectionError:
 
 def test_ex01_a_signup_waits_as_long_as_the_mail_server(folder):
     """With a 30 s mail server, each signup answers after about 30 s."""
-    path = folder / "ex01_slow_signup.py"
-    text, count = re.subn(r"(?m)^MAIL_SERVER_SECONDS\s*=\s*[\d.]+", "MAIL_SERVER_SECONDS = 30",
-                          path.read_text())
-    assert count == 1, "ex01_slow_signup.py should set MAIL_SERVER_SECONDS once"
-    path.write_text(text)
+    set_constant(folder / "ex01_slow_signup.py", "MAIL_SERVER_SECONDS", 30)
     status, output = sandbox.run("python3 ex01_slow_signup.py", folder, timewarp=500)
     assert status == 0, output
     waits = numbers(r"signup answered after ([\d.]+) s", output)
@@ -52,11 +48,7 @@ def test_ex01_a_signup_waits_as_long_as_the_mail_server(folder):
 def test_ex01_a_fourth_address_is_a_fourth_signup_and_two_seconds_more(folder):
     """Study Drill 2: with a fourth address in NEW_USERS, the program signs up
     four users, and the total it prints is four signups of about 2 s each."""
-    path = folder / "ex01_slow_signup.py"
-    text, count = re.subn(r"(?ms)^(NEW_USERS\s*=\s*\[.*?)\s*,?\s*\]", r'\1, "dan@example.com"]',
-                          path.read_text(), count=1)
-    assert count == 1, "ex01_slow_signup.py should set NEW_USERS to a list"
-    path.write_text(text)
+    add_new_users(folder / "ex01_slow_signup.py", ["dan@example.com"])
     status, output = sandbox.run("python3 ex01_slow_signup.py", folder)
     assert status == 0, output
     assert "dan@example.com: signup answered after" in output, output

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import numbers
+from tests.helpers import add_new_users, numbers, set_constant
 
 pytestmark = pytest.mark.exercise("ex03_memory_queue.py")
 NEW_USERS = ["ann@example.com", "bob@example.com", "cat@example.com"]
@@ -61,13 +61,8 @@ def test_ex03_a_burst_answers_at_once_and_drains_at_a_steady_pace(folder):
     """Study Drill 3: with twenty more addresses in NEW_USERS, all 23 signups
     answer at once, before the first email goes out, and the emails then
     drain at a steady pace: one every 2 s, in the order the users signed up."""
-    path = folder / "ex03_memory_queue.py"
     burst = [f"user{n}@example.com" for n in range(1, 21)]
-    added = "".join(f', "{address}"' for address in burst)
-    text, count = re.subn(r"(?ms)^(NEW_USERS\s*=\s*\[.*?)\s*,?\s*\]", rf"\1{added}]",
-                          path.read_text(), count=1)
-    assert count == 1, "ex03_memory_queue.py should set NEW_USERS to a list"
-    path.write_text(text)
+    add_new_users(folder / "ex03_memory_queue.py", burst)
     status, output = sandbox.run("python3 ex03_memory_queue.py", folder)
     assert status == 0, output
     everyone = NEW_USERS + burst
@@ -91,11 +86,7 @@ def test_ex03_a_burst_answers_at_once_and_drains_at_a_steady_pace(folder):
 def test_ex03_a_slower_mail_server_slows_the_emails_not_the_signups(folder):
     """Study Drill 2: with a 30 s mail server, the signups still answer at
     once, and the emails go out 30 s apart, the last after 90 s."""
-    path = folder / "ex03_memory_queue.py"
-    text, count = re.subn(r"(?m)^MAIL_SERVER_SECONDS\s*=\s*[\d.]+", "MAIL_SERVER_SECONDS = 30",
-                          path.read_text())
-    assert count == 1, "ex03_memory_queue.py should set MAIL_SERVER_SECONDS once"
-    path.write_text(text)
+    set_constant(folder / "ex03_memory_queue.py", "MAIL_SERVER_SECONDS", 30)
     # At 100 times, the first email is out 300 ms of real time after the
     # start: the signups have answered long before (the bound above).
     status, output = sandbox.run("python3 ex03_memory_queue.py", folder, timewarp=100)

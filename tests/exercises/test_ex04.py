@@ -5,12 +5,11 @@ test runs the file from the folder under test (code/, or a learner's WORK)
 in a fresh copy, and is graded for it.
 """
 
-import re
 
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import Terminals, outbox, run_script, statuses
+from tests.helpers import Terminals, outbox, run_script, set_constant, statuses
 
 pytestmark = pytest.mark.exercise("ex04_durable_queue.py")
 
@@ -112,11 +111,7 @@ print("naps:", naps)
 def test_ex04_an_idle_worker_looks_again_every_poll_seconds(folder):
     """Study Drill 3: with POLL_SECONDS = 5, an idle worker waits 5 s each time
     before it looks at the table again, so a job can wait up to 5 s."""
-    path = folder / "ex04_durable_queue.py"
-    text, count = re.subn(r"(?m)^POLL_SECONDS\s*=\s*[\d.]+", "POLL_SECONDS = 5",
-                          path.read_text())
-    assert count == 1, "ex04_durable_queue.py should set POLL_SECONDS once"
-    path.write_text(text)
+    set_constant(folder / "ex04_durable_queue.py", "POLL_SECONDS", 5)
     status, output = run_script(folder, NAPS)
     assert status == 0, output
     assert output.splitlines()[-1] == "naps: [5, 5, 5]", output

@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import Edit, Terminals, outbox, statuses
+from tests.helpers import Edit, Terminals, outbox, set_constant, statuses
 
 pytestmark = pytest.mark.exercise("ex06_leases.py")
 
@@ -169,11 +169,7 @@ def test_ex06_lease_seconds_is_the_lease_a_worker_takes_unless_told_otherwise(te
     """Study Drill 3: with LEASE_SECONDS set to 60, a worker started without
     --lease takes a 60-second lease: it says so, and `list` shows nearly all
     of it left after the worker crashes."""
-    path = folder / "ex06_leases.py"
-    text, count = re.subn(r"(?m)^LEASE_SECONDS\s*=\s*[\d.]+", "LEASE_SECONDS = 60",
-                          path.read_text())
-    assert count == 1, "ex06_leases.py should set LEASE_SECONDS once"
-    path.write_text(text)
+    set_constant(folder / "ex06_leases.py", "LEASE_SECONDS", 60)
     ex06 = "ex06_leases.py"
     terminals.run(f"python3 {ex06} enqueue ann@example.com")
     crashed = terminals.run(f"python3 {ex06} work --crash-before-send")

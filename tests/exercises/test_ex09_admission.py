@@ -53,8 +53,8 @@ def test_ex09_cancelling_queued_work_has_no_effect_and_a_charge_cannot_be_cancel
 def test_ex09_admission_prints_the_limits_it_has(folder, running, waiting):
     """Study Drill 1: with other limits, `admission` admits as many as
     MAX_WAITING allows, and every limit it prints is the one it has."""
-    set_constant(folder, "MAX_RUNNING", running)
-    set_constant(folder, "MAX_WAITING", waiting)
+    set_constant(folder / "ex09_charge_worker.py", "MAX_RUNNING", running)
+    set_constant(folder / "ex09_charge_worker.py", "MAX_WAITING", waiting)
     status, output = sandbox.run("python3 ex09_charge_worker.py admission", folder)
     assert status == 0, output
     limits = re.findall(r"(\d+) (?:operations )?(running|waiting)\b", output)

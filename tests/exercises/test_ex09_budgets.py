@@ -139,7 +139,7 @@ def test_ex09_a_spent_retry_budget_puts_a_healthy_message_back_for_later(ex09, p
 def test_ex09_the_budget_command_prints_the_ratio_it_has(folder):
     """Study Drill 2: with RETRY_RATIO = 0.5, `budget` says so, and keeps the
     retries to half of the 100 requests."""
-    set_constant(folder, "RETRY_RATIO", 0.5)
+    set_constant(folder / "ex09_charge_worker.py", "RETRY_RATIO", 0.5)
     status, output = sandbox.run("python3 ex09_charge_worker.py budget", folder)
     assert status == 0, output
     (retries,) = re.findall(r"(?m)^with a 50% retry budget: \d+ calls to the provider, (\d+)",
@@ -314,7 +314,7 @@ def test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts(
 def test_ex09_the_spend_budget_is_shared_by_every_tenant(folder):
     """Study Drill 4: with a budget of $200.00, North's first charge takes the
     whole hour, and South's waits for the next, as North's second does."""
-    set_constant(folder, "MAX_CENTS_PER_HOUR", 20000)
+    set_constant(folder / "ex09_charge_worker.py", "MAX_CENTS_PER_HOUR", 20000)
     status, output = sandbox.run("python3 ex09_charge_worker.py spend", folder)
     assert status == 0, output
     assert "provider: new charge C1, key North/B1" in output, output
