@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tools import grade
 from tools.harness import catalogue, sandbox
 from tools.mistakes import MISTAKES, apply
 from tests.helpers import as_in_a_terminal
@@ -57,7 +58,7 @@ def repository_fingerprint():
     return digest.hexdigest(), status
 
 
-def progress(stderr, passed, jobs=os.cpu_count()):
+def progress(stderr, passed, jobs=grade.JOBS):
     """Whether stderr is grade.py's progress, and only that: a first line,
     then a line as each learner's grading ends (in any order: they are graded
     side by side), numbered in order, then the time it took."""
@@ -555,7 +556,6 @@ def test_grading_writes_all_of_its_files_or_none(tmp_path, monkeypatch):
     """An earlier grading's table and reports stay as they were if this one
     stops before the end, whether while grading or while writing; a grading
     that ends replaces them all, old reports included."""
-    from tools import grade
     learners = tmp_path / "class"
     for name in ("ann", "bob"):
         (learners / name).mkdir(parents=True)
