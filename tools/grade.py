@@ -57,8 +57,8 @@ LEARNER_LIMITS = {
 }
 # Learners graded side by side, by default: most of a grading waits for the
 # programs it runs, so one learner a core leaves the cores idle a quarter of
-# the time. A class of 30 took 18.5 min at one a core (busy 77% of the time),
-# 15:05 at four, 14:49 at six (busy 93%) on two cores.
+# the time. On two cores a class of 30 takes about 18.5 min at one a core
+# (busy 77% of the time), 15:05 at four, 14:49 at six (busy 93%).
 JOBS = 6 * (os.cpu_count() or 1)
 STOP_GRACE = 10                  # seconds a stopped grading gets to stop its commands
 REPORTS = "reports"              # CLASS/reports/NAME.md

@@ -185,10 +185,10 @@ def until_taken(timewarp):
     """Lines for the points handler: go on past the work until a rival has
     claimed the job (or buried it), at most HOLD_SECONDS more.
 
-    A drill's stall or slow work outlives its lease only in virtual time.
-    Whether a rival claims the job before the work ends is up to the machine:
-    one busy enough to run no rival for those few milliseconds lets the stalled
-    worker complete, and then nothing passes from worker to worker. Holding
+    A drill's stall or slow work outlives its lease, but whether a rival
+    claims the job before the work ends is up to the machine: one busy enough
+    to run no rival for those few milliseconds lets the stalled worker
+    complete, and then nothing passes from worker to worker. Holding
     the job until it is taken makes the drill's outcome the queue's doing, not
     the machine's. The job is found through jobs(), by kind and args, as the
     audit reads it."""
