@@ -2,11 +2,14 @@
 a clock the processes of a session share, a person's pause, and a limit."""
 
 import struct
+import subprocess
+import sys
 import time
 
 import pytest
 
-from tools.harness import postgres, sandbox
+from tools.harness import catalogue, postgres, sandbox
+from tests.helpers import as_in_a_terminal
 
 
 # ---------------------------------------------------------------- time warp
@@ -139,6 +142,32 @@ def test_no_warp_without_timewarp(tmp_path):
 def test_a_command_that_hangs_is_stopped(tmp_path):
     with pytest.raises(sandbox.TranscriptError, match="still running after 1 s"):
         sandbox.run("echo started; sleep 30", tmp_path, timeout=1)
+
+
+# Ctrl-C while Python forks a command: SIGINT raised inside one of Python's
+# at-fork callbacks in the parent (logging registers one), where an exception
+# is printed and dropped. The callback here sends it, and sleeps for it to land.
+CTRL_C_AT_FORK = """
+import os, signal, subprocess, time
+from tools.harness import sandbox
+
+os.register_at_fork(after_in_parent=lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2)))
+try:
+    sandbox.Process("sleep 30", ".", dict(os.environ))
+    time.sleep(1)
+    print("Ctrl-C lost")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_while_a_command_starts_is_not_lost(tmp_path):
+    """A Ctrl-C that lands while the harness forks a command still stops the
+    run: held back until the fork is done, not dropped inside it."""
+    run = subprocess.run([sys.executable, "-c", CTRL_C_AT_FORK], cwd=catalogue.ROOT,
+                         capture_output=True, text=True, timeout=30,
+                         preexec_fn=as_in_a_terminal)
+    assert (run.returncode, run.stdout) == (0, "interrupted\n"), run
 
 
 # ---------------------------------------------------------------- a person's pause

@@ -10,6 +10,7 @@ that others (the transcript sessions, the claims tests) read as it runs.
 """
 
 import atexit
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -219,6 +220,25 @@ def prepare_child():
 LIVE_GROUPS = set()           # process groups to kill if the tests end early
 
 
+@contextlib.contextmanager
+def ctrl_c_held():
+    """Hold a Ctrl-C back until the block ends. With a preexec_fn, Python runs
+    its at-fork callbacks (logging has one) in the parent after the fork, and a
+    KeyboardInterrupt raised in one is printed and dropped: the run would go
+    on. Only the main thread runs signal handlers, so only it needs holding."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = []
+    handler = signal.signal(signal.SIGINT, lambda number, frame: pressed.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    if pressed and callable(handler):
+        handler(signal.SIGINT, pressed[0])
+
+
 @atexit.register
 def stop_live_groups():
     for group in list(LIVE_GROUPS):
@@ -229,12 +249,13 @@ class Process:
     """A shell command in a process group of its own; a thread collects its lines."""
 
     def __init__(self, command, folder, env):
-        self.popen = subprocess.Popen(
-            ["bash", "-c", command], cwd=folder, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True,      # its own process group, to signal it whole
-            preexec_fn=prepare_child)
-        LIVE_GROUPS.add(self.popen.pid)
+        with ctrl_c_held():
+            self.popen = subprocess.Popen(
+                ["bash", "-c", command], cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True,      # its own process group, to signal it whole
+                preexec_fn=prepare_child)
+            LIVE_GROUPS.add(self.popen.pid)
         self.lines = []                  # as printed, each with its "\n"
         self.exited = False              # and all its output read
         self.changed = threading.Condition()
