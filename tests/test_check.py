@@ -273,6 +273,7 @@ def test_piped_into_head_it_stops_quietly_and_leaves_nothing_running(tmp_path):
     assert process.returncode == 1
     assert carrying(mark) == []
 
+
 def test_watch_checks_again_on_each_save_and_never_moves_on(tmp_path):
     """--watch checks the exercise, then again when its file is saved, even
     while the check that failed is still ending; a newer file of another

@@ -148,7 +148,7 @@ def test_a_command_that_hangs_is_stopped(tmp_path):
 # at-fork callbacks in the parent (logging registers one), where an exception
 # is printed and dropped. The callback here sends it, and sleeps for it to land.
 CTRL_C_AT_FORK = """
-import os, signal, subprocess, time
+import os, signal, time
 from tools.harness import sandbox
 
 os.register_at_fork(after_in_parent=lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2)))
