@@ -65,14 +65,16 @@ def open_db(path):
 
 @contextlib.contextmanager
 def transaction(db):
-    """BEGIN IMMEDIATE ... COMMIT; or, if anything goes wrong, ROLLBACK."""
+    """BEGIN IMMEDIATE ... COMMIT; or, if anything goes wrong, the COMMIT
+    included, ROLLBACK: the connection never stays inside a transaction."""
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def dollars(cents):
@@ -352,7 +354,7 @@ def see_through(db, provider, message, clock=time.time, **retries):
     except (RetryLater, OverBudget) as reason:          # not the operation's fault
         finish(db, message, "waiting", str(reason), clock() + PUT_BACK_SECONDS)
         raise
-    except BaseException as error:
+    except Exception as error:      # a bug, for a person. Not Ctrl-C: the lease runs out
         finish(db, message, "dead", f"{type(error).__name__}: {error}")
         raise
     else:

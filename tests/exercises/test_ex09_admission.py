@@ -263,3 +263,34 @@ def test_ex09_a_running_operation_asked_to_cancel_stops_at_its_safe_point(ex09, 
     assert ex09.work_one(db, provider, "North", clock=clock) == "North/P2"
     assert ex09.status(db, "North", "P2") == ("done", "C1")
     assert list(provider.charges) == ["C1"]
+
+
+class StoppedMidCall:
+    """The provider as a worker sees it when the worker is stopped while it
+    waits for the answer: the provider has charged; the worker gets
+    KeyboardInterrupt (Ctrl-C) or SystemExit (a SIGTERM handler that exits)."""
+
+    def __init__(self, provider, stop):
+        self.provider, self.stop = provider, stop
+
+    def charge(self, **request):
+        self.provider.charge(**request)
+        raise self.stop()
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_ex09_a_worker_stopped_mid_call_leaves_the_operation_to_its_lease(ex09, practice, stop):
+    """Ctrl-C, or a deploy's SIGTERM, stops a worker while its call is in
+    flight. The payment is not the operation's fault and not for a person:
+    the operation stays running until its lease runs out, as a dead
+    worker's would, and is then started again and charged once."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    ex09.admit(db, "North", "O7", O7)
+    with pytest.raises(stop):
+        ex09.work_one(db, StoppedMidCall(provider, stop), "North", clock=clock)
+    assert ex09.status(db, "North", "O7")[0] == "running"
+    clock.now += ex09.LEASE_SECONDS + 1
+    assert ex09.work_one(db, provider, "North", clock=clock) == "North/O7"
+    assert ex09.status(db, "North", "O7") == ("done", "C1")
+    assert list(provider.charges) == ["C1"]

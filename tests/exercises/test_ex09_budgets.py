@@ -7,6 +7,7 @@ in a fresh copy, and is graded for it.
 """
 
 import re
+import sqlite3
 import threading
 
 import pytest
@@ -320,3 +321,27 @@ def test_ex09_the_spend_budget_is_shared_by_every_tenant(folder):
     assert "provider: new charge C1, key North/B1" in output, output
     assert re.search(r"W2 runs South/B2 \(\$200\.00\)\n +refused: ", output), output
     assert "key South/B2" not in output, output
+
+
+def test_ex09_a_failed_commit_leaves_no_transaction_open(ex09, tmp_path):
+    """A COMMIT can fail: with SQLite's rollback journal it waits for readers,
+    and gives up with "database is locked". transaction() then rolls back,
+    so the worker's connection is not left inside a transaction holding the
+    write lock: the worker, and a new worker, both carry on."""
+    path = tmp_path / "shared.db"
+    worker = ex09.open_db(path)
+    worker.execute("PRAGMA busy_timeout = 50")           # give up on the reader soon
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT * FROM spend").fetchall()     # a read lock, held
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        with ex09.transaction(worker):
+            ex09.spend(worker, 100, Clock())
+    assert not worker.in_transaction
+    reader.execute("COMMIT")
+    newcomer = ex09.open_db(path)
+    newcomer.execute("PRAGMA busy_timeout = 50")
+    ex09.spend(newcomer, 200, Clock())                   # the write lock is free
+    with ex09.transaction(worker):                       # and the worker goes on
+        ex09.spend(worker, 300, Clock())
+    assert newcomer.execute("SELECT sum(cents) FROM spend").fetchone() == (500,)
