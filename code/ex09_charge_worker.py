@@ -1,17 +1,14 @@
 # Exercise 9: A Charge Worker, Exactly Once and Within Limits.
-# Chapter 10's part charges each operation at most once, across crashes,
-# redeliveries, changed inputs and a provider that forgets its keys after 24
-# hours. Chapter 11's part keeps it up under pressure: slots for each tenant,
-# a deadline for each operation, a retry budget for each worker, one budget
-# of money an hour for them all, and status and cancel for clients.
-#
+# Chapter 10: each operation charged at most once, across crashes,
+# redeliveries and changed inputs, at any age. Chapter 11: limits, budgets,
+# status and cancel, an end for each operation, and a reconciler.
 # Its replays are in ex09_practice_given.py, a given file: download it from
 # the guide into this folder. Then run one of:
-#   python3 ex09_charge_worker.py o7                  (the O7 timeline)
-#   python3 ex09_charge_worker.py crash after-commit  (or before-call, after-record)
-#   python3 ex09_charge_worker.py admission           (or cancel, deadline, budget, spend)
+#   python3 ex09_charge_worker.py o7                 (the O7 timeline)
+#   python3 ex09_charge_worker.py crash after-commit (or before-call, after-record)
+#   python3 ex09_charge_worker.py outage             (or admission, cancel,
+#                                                     deadline, budget, spend)
 
-import collections
 import contextlib
 import hashlib
 import json
@@ -19,40 +16,29 @@ import random
 import sqlite3
 import time
 
-KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long (Stripe's API v1:
-                                 # at least 24 h)
-KEY_TRUSTED_SECONDS = 23 * 3600  # how long we rely on it: a margin for clocks
-MAX_CENTS_PER_HOUR = 50000       # the whole service may charge $500.00 an hour
-
 
 class Conflict(Exception):
-    """The operation id was already used with other inputs."""
+    """An operation id came back with inputs other than its first ones."""
 
 
 class Retryable(Exception):
-    """A failure that trying again may cure: a timeout, a 503. What the
-    provider did is not known, so a retry must carry the same key."""
+    """A failure that trying again may cure: a timeout, a 5xx, a 429. What
+    the provider did may not be known, so a retry must carry the same key."""
 
 
-class Parked(Exception):
-    """Delivery gave up: the operation is dead, for a person, for this reason."""
-
-
-class OverBudget(Exception):
-    """The service's spend budget for this hour is taken. Nothing was sent."""
+class Declined(Exception):
+    """The provider said no, and charged nothing: the card was declined, or
+    the request refused. Asking again gets the same answer."""
 
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS operations (
     id            TEXT PRIMARY KEY,     -- also the provider's idempotency key
     input_digest  TEXT NOT NULL,        -- SHA-256 of the inputs that matter
-    state         TEXT NOT NULL CHECK (state IN ('started', 'charged')),
-    charge_id     TEXT,                 -- the provider's id for the charge
-    started_at    REAL                  -- when we first asked the provider
-);
-CREATE TABLE IF NOT EXISTS spend (
-    hour   INTEGER PRIMARY KEY,         -- hours since the clock's zero
-    cents  INTEGER NOT NULL             -- taken from the budget in that hour
+    state         TEXT NOT NULL CHECK (state IN ('started', 'charged', 'failed')),
+    charge_id     TEXT,                 -- the provider's id, stored before it is paid
+    started_at    REAL,                 -- when it was first written down
+    spent_hour    INTEGER               -- Chapter 11: the last hour its amount counts in
 );
 """
 
@@ -61,20 +47,6 @@ def open_db(path):
     db = sqlite3.connect(path, isolation_level=None)     # autocommit
     db.executescript(SCHEMA)
     return db
-
-
-@contextlib.contextmanager
-def transaction(db):
-    """BEGIN IMMEDIATE ... COMMIT; or, if anything goes wrong, the COMMIT
-    included, ROLLBACK: the connection never stays inside a transaction."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo
-            db.execute("ROLLBACK")
-        raise
 
 
 def dollars(cents):
@@ -93,90 +65,114 @@ def operation_id(tenant, client_id):
     return f"{tenant}/{client_id}"
 
 
-def process(db, provider, op_id, inputs, clock=time.time, timeout=None):
+def write_down(db, op_id, inputs, clock=time.time):
+    """Store the operation with its inputs' digest, the first time only."""
+    db.execute("INSERT INTO operations (id, input_digest, state, started_at)"
+               " VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING",
+               (op_id, digest(inputs), clock()))
+
+
+def process(db, provider, op_id, inputs, clock=time.time, timeout=None, budget=None):
     """Charge for operation op_id once. Safe to call again after a crash at
     any point; returns the provider's charge id. Each call to the provider
     gets `timeout`, the seconds the operation has left (None: no limit)."""
-    # 1. Write down what we are about to do, before doing it, and take its
-    #    amount from the service's spend budget: both or neither, and only
-    #    the first time, so that a redelivery spends nothing more.
-    with transaction(db):
-        if db.execute("INSERT INTO operations (id, input_digest, state, started_at)"
-                      " VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING",
-                      (op_id, digest(inputs), clock())).rowcount:
-            spend(db, inputs["amount_cents"], clock)   # OverBudget: neither is kept
-    stored, state, recorded, started_at = db.execute(
-        "SELECT input_digest, state, charge_id, started_at FROM operations WHERE id = ?",
+    # 1. Write down what we are about to do, before doing it.
+    write_down(db, op_id, inputs, clock)
+    state, charge_id, first_digest = db.execute(
+        "SELECT state, charge_id, input_digest FROM operations WHERE id = ?",
         (op_id,)).fetchone()
-    # 2. The same id must mean the same payment.
-    if stored != digest(inputs):
+    # 2. The same id must mean the same payment, and an answer stays given.
+    if first_digest != digest(inputs):
         raise Conflict(f"operation {op_id} was first made with other inputs")
     if state == "charged":
-        return recorded
-    # 3. If the provider may have forgotten our key, a retry could charge a
-    #    second time: ask it what it did instead (reconcile). Otherwise, or if
-    #    it did nothing, charge, with the operation's id as the key.
-    charge_id = None
-    if clock() - started_at > KEY_TRUSTED_SECONDS:
-        charge_id = provider.find_charge(op_id, timeout=timeout)
-    if charge_id is None:
+        return charge_id
+    if state == "failed":
+        raise Declined(f"operation {op_id} was refused before")
+    # 3. Charge, with the operation's id as the key. A no is an answer too.
+    if budget is not None:
+        budget.request()                    # one more call that reaches the provider
+    try:
         charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)
+    except Declined:
+        db.execute("UPDATE operations SET state = 'failed' WHERE id = ?"
+                   " AND state = 'started'", (op_id,))
+        raise
     # 4. Record the charge. Only then may the message be acknowledged.
     db.execute("UPDATE operations SET charge_id = ?, state = 'charged'"
                " WHERE id = ? AND state = 'started'", (charge_id, op_id))
     return charge_id
 
 
-def spend(db, cents, clock=time.time):
-    """Take `cents` from this hour's budget, which every worker counts in the
-    database, or raise OverBudget. The check and the take are one UPDATE."""
-    hour = int(clock() // 3600)
-    db.execute("INSERT INTO spend (hour, cents) VALUES (?, 0) ON CONFLICT (hour) DO NOTHING",
-               (hour,))
-    if not db.execute("UPDATE spend SET cents = cents + ? WHERE hour = ? AND cents + ? <= ?",
-                      (cents, hour, cents, MAX_CENTS_PER_HOUR)).rowcount:
-        (used,) = db.execute("SELECT cents FROM spend WHERE hour = ?", (hour,)).fetchone()
-        raise OverBudget(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, and"
-                         f" {dollars(MAX_CENTS_PER_HOUR - used)} of it is left this hour."
-                         " Nothing was sent")
+class CreateThenConfirm:
+    """A provider in Stripe's shape, as process() sees it: one charge() that
+    creates the charge (nothing is paid yet), stores its id, and only then
+    confirms it. A charge is paid once, so a retry that confirms the stored
+    one pays nothing more, even after the provider has forgotten the key."""
+
+    def __init__(self, db, provider, clock=time.time):
+        self.db, self.provider, self.clock = db, provider, clock
+
+    def charge(self, idempotency_key, timeout=None, **inputs):
+        op_id, started = idempotency_key, self.clock()
+        if self.stored(op_id) is None:
+            created = self.provider.create(idempotency_key=op_id, timeout=timeout, **inputs)
+            self.db.execute("UPDATE operations SET charge_id = ? WHERE id = ?"
+                            " AND state = 'started' AND charge_id IS NULL", (created, op_id))
+        charge_id = self.stored(op_id)
+        if charge_id is None:               # the reconciler ended it first
+            raise Declined(f"operation {op_id} was ended before it was paid")
+        left = None if timeout is None else timeout - (self.clock() - started)
+        return self.provider.confirm(charge_id, idempotency_key=f"{op_id}/confirm",
+                                     timeout=left)
+
+    def stored(self, op_id):
+        (charge_id,) = self.db.execute("SELECT charge_id FROM operations WHERE id = ?",
+                                       (op_id,)).fetchone()
+        return charge_id
 
 
-def deliver(db, provider, message, attempts=5, base=0.2, cap=10.0, sleep=time.sleep,
-            budget=None, rng=random, clock=time.time, deadline=None):
+def deliver(db, provider, message, dead_letters, attempts=5, base=0.2, cap=10.0,
+            sleep=time.sleep, rng=random, clock=time.time, deadline=None, budget=None):
     """Process one message: up to `attempts` tries, each given the time left
-    before `deadline` (on `clock`); before each retry, a wait of up to
-    base * 2 ** attempt seconds, never over `cap`. Returns the charge id.
-    Raises Parked, for a person, or RetryLater if the retry budget is spent."""
-    if budget is not None:
-        budget.request()
+    before `deadline`, with a wait of up to base * 2 ** attempt seconds (not
+    over `cap`) before each retry. Returns the charge id; or, giving up,
+    appends the message to dead_letters, with its `error`, and returns None."""
     for attempt in range(attempts):
         time_left = None if deadline is None else deadline - clock()
         try:
-            return process(db, provider, message["id"], message["inputs"], clock, time_left)
-        except Conflict as conflict:
-            raise Parked(f"Conflict: {conflict}")     # trying again cannot help
+            return process(db, provider, message["id"], message["inputs"], clock,
+                           time_left, budget)
+        except (Conflict, Declined) as refusal:
+            error = refusal                                 # asking again cannot help
+            break
         except Retryable as failure:
+            error = failure
             wait = rng.uniform(0, min(cap, base * 2 ** attempt))   # full jitter
-            if attempt == attempts - 1:
-                raise Parked(f"{failure}; no tries left")
-            if deadline is not None and clock() + wait >= deadline:
-                raise Parked(f"{failure}; no time left before the deadline")
+            if attempt == attempts - 1 or (deadline is not None and clock() + wait >= deadline):
+                break                                       # no tries, or no time, left
             if budget is not None and not budget.allow_retry():
                 raise RetryLater(f"{failure}; this worker's retry budget is spent")
             sleep(wait)
+    dead_letters.append(dict(message, error=error))
+    return None
 
 
 # ---- Chapter 11: the limits. Slots, deadlines, budgets, status, cancel
 
 MAX_RUNNING = 2                  # per tenant: operations being worked on...
 MAX_WAITING = 5                  # ...and operations waiting for a slot
-DEADLINE_SECONDS = 30            # an operation must be over this long after it starts
-LEASE_SECONDS = 60               # a running slot is held this long, unless given back:
-                                 # longer than the deadline, so a live worker gives up first
+MAX_CENTS = 100000               # the most one operation may charge: $1,000.00
+CURRENCY = "usd"                 # the one currency the service charges in
+MAX_CENTS_PER_HOUR = 50000       # the whole service may charge $500.00 an hour
+DEADLINE_SECONDS = 30            # a start must be over this long after it began
+LEASE_SECONDS = 60               # a running slot is held this long, unless given back
 MAX_LOST = 3                     # an operation whose worker died this often is dead
-RETRY_RATIO = 0.1                # retries may be at most 10% of requests...
+EXPIRE_SECONDS = 6 * 3600        # an operation not over this long after it came is ended
+RETRY_RATIO = 0.1                # retries may be at most 10% of calls...
 BUDGET_WINDOW_SECONDS = 60       # ...over the last minute
-PUT_BACK_SECONDS = 60            # an operation put back waits this long to start again
+PUT_BACK_BASE = 30               # an operation put back waits up to 30 s * 2 ** starts,
+PUT_BACK_CAP = 900               # never over 15 minutes (full jitter)
+SETTLE_AFTER_SECONDS = 300       # the reconciler asks about a charge unknown this long
 
 
 class RetryLater(Exception):
@@ -187,58 +183,49 @@ class Refused(Exception):
     """Admission control said no. The caller gets an answer, not a wait."""
 
 
+class OverBudget(Exception):
+    """The service's spend budget for this hour is taken. Nothing was sent."""
+
+
 SCHEMA += """
 CREATE TABLE IF NOT EXISTS work (
     id      TEXT PRIMARY KEY,
     tenant  TEXT NOT NULL,
     inputs  TEXT NOT NULL,              -- JSON
-    state   TEXT NOT NULL
-            CHECK (state IN ('waiting', 'running', 'done', 'dead', 'cancelled')),
+    state   TEXT NOT NULL CHECK (state IN ('waiting', 'running', 'done', 'failed',
+                                           'expired', 'dead', 'cancelled')),
     starts  INTEGER NOT NULL DEFAULT 0, -- how often it was started: the fencing token
     lost    INTEGER NOT NULL DEFAULT 0, -- how often its worker died holding it
+    expires_at    REAL NOT NULL,        -- its end: not over by then, it is ended
     not_before    REAL NOT NULL DEFAULT 0,  -- while waiting: not to start before this
     locked_until  REAL,                 -- while running: when its lease runs out
     cancel_asked  INTEGER NOT NULL DEFAULT 0, -- its client asked to cancel it
-    last_error    TEXT                  -- why it is dead, or was put back
+    last_error    TEXT                  -- why it ended as it did, or was put back
+);
+CREATE TABLE IF NOT EXISTS spend (
+    hour   INTEGER PRIMARY KEY,         -- hours since the clock's zero
+    cents  INTEGER NOT NULL             -- taken from the budget in that hour
 );
 """
 
-NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"     # process() records before a call
+NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"     # no start passed its gate
 
 
-class RetryBudget:
-    """One worker's retry budget, kept in its memory: its retries may be at
-    most RETRY_RATIO of the requests it made in the last BUDGET_WINDOW_SECONDS."""
-
-    def __init__(self, clock=time.monotonic):
-        self.clock = clock
-        self.requests = collections.deque()     # when each request was made, oldest first
-        self.retries = collections.deque()      # when each retry was allowed
-
-    def request(self):
-        self.requests.append(self.clock())
-
-    def allow_retry(self):
-        now = self.clock()
-        for times in (self.requests, self.retries):
-            while times and times[0] < now - BUDGET_WINDOW_SECONDS:
-                times.popleft()                 # older than the window: forgotten
-        if len(self.retries) + 1 > RETRY_RATIO * len(self.requests):
-            return False
-        self.retries.append(now)
-        return True
-
-
-def admit(db, tenant, client_id, inputs):
-    """Queue an operation if its tenant has a free waiting slot, or refuse at
-    once. Answer with its status, which is all a known id gets."""
+def admit(db, tenant, client_id, inputs, clock=time.time):
+    """Queue an operation if its inputs are sound and its tenant has a free
+    waiting slot, or refuse at once. Answer with its status."""
+    amount = inputs.get("amount_cents")
+    if inputs.get("tenant") != tenant or inputs.get("currency") != CURRENCY:
+        raise Refused(f"a charge from {tenant} must name {tenant} and {CURRENCY}")
+    if type(amount) is not int or not 0 < amount <= MAX_CENTS:
+        raise Refused(f"amount_cents must be a whole number from 1 to {MAX_CENTS}")
     op_id = operation_id(tenant, client_id)
     db.execute("""
-        INSERT INTO work (id, tenant, inputs, state)
-        SELECT ?, ?, ?, 'waiting'
+        INSERT INTO work (id, tenant, inputs, state, expires_at)
+        SELECT ?, ?, ?, 'waiting', ?
         WHERE (SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting') < ?
         ON CONFLICT (id) DO NOTHING
-    """, (op_id, tenant, json.dumps(inputs), tenant, MAX_WAITING))
+    """, (op_id, tenant, json.dumps(inputs), clock() + EXPIRE_SECONDS, tenant, MAX_WAITING))
     known = db.execute("SELECT inputs FROM work WHERE id = ?", (op_id,)).fetchone()
     if known is None:
         raise Refused(f"tenant {tenant} already has {MAX_WAITING} operations waiting;"
@@ -250,19 +237,20 @@ def admit(db, tenant, client_id, inputs):
 
 def status(db, tenant, client_id):
     """What a client polls instead of submitting again: (state, charge), the
-    charge being the provider's id, 'none', or 'unknown' while a call may
-    have been made and no answer is recorded. None for an id this tenant never used."""
+    charge being the provider's id, 'none', or 'unknown' (it may have been
+    paid). None for an id this tenant never used."""
     return db.execute("""
-        SELECT work.state, CASE operations.state WHEN 'charged' THEN charge_id
-                                                 WHEN 'started' THEN 'unknown'
-                                                 ELSE 'none' END
+        SELECT work.state, CASE WHEN operations.state = 'charged' THEN charge_id
+                                WHEN operations.state = 'started'
+                                     AND charge_id IS NOT NULL THEN 'unknown'
+                                ELSE 'none' END
         FROM work LEFT JOIN operations USING (id) WHERE work.id = ?
     """, (operation_id(tenant, client_id),)).fetchone()
 
 
 def start_next(db, tenant, clock=time.time):
-    """Start the tenant's oldest waiting operation, if the tenant has a free
-    running slot. Only a live lease holds a slot. Returns its message, or None."""
+    """Start the tenant's oldest waiting operation that is due and not past
+    its end, if the tenant has a free running slot. Returns its message."""
     now = clock()
     # A lease that ran out gives back the slot of a worker that died: the
     # operation waits again, or is dead, for a person, after MAX_LOST.
@@ -276,6 +264,7 @@ def start_next(db, tenant, clock=time.time):
         UPDATE work SET state = 'running', starts = starts + 1, locked_until = :now + :lease
         WHERE id = (SELECT id FROM work
                     WHERE tenant = :tenant AND state = 'waiting' AND not_before <= :now
+                      AND expires_at > :now
                     ORDER BY rowid LIMIT 1)
           AND (SELECT count(*) FROM work WHERE tenant = :tenant
                AND state = 'running' AND locked_until >= :now) < :max_running
@@ -288,18 +277,16 @@ def start_next(db, tenant, clock=time.time):
 
 
 def finish(db, message, state, why=None, not_before=0):
-    """End the start that start_next() gave as `message`: done, dead or
-    cancelled, or back to waiting until `not_before`, with `why` for a
-    person. A later start of the operation makes this one change nothing."""
+    """End the start that start_next() gave as `message`, or put it back to
+    wait until `not_before`, with `why`. A later start makes it do nothing."""
     db.execute("UPDATE work SET state = ?, last_error = ?, not_before = ?"
                " WHERE id = ? AND state = 'running' AND starts = ?",
                (state, why, not_before, message["id"], message["start"]))
 
 
 def cancel(db, tenant, client_id):
-    """Cancel an operation that has not called the provider: at once if it
-    waits, and at its safe point, before the call, if it runs. For any
-    other, say why not, and whether money may have moved."""
+    """Cancel an operation no start has taken past its gate: at once if it
+    waits, at the gate if it runs. Else say why not, and if money may move."""
     op_id = operation_id(tenant, client_id)
     if db.execute("UPDATE work SET state = 'cancelled', last_error = 'cancelled by its client'"
                   f" WHERE id = ? AND state = 'waiting' AND {NEVER_CALLED}",
@@ -317,12 +304,61 @@ def cancel(db, tenant, client_id):
         return (f"{op_id} cannot be cancelled now: it has called the provider, or is about to;"
                 " ask again when it ends")
     if charge == "unknown":
-        return (f"{op_id} is dead, and may have been charged: a call was made and no clear"
-                " answer came back. A person must ask the provider before anything else")
+        return (f"{op_id} is {state}, and may have been charged: the reconciler will ask"
+                " the provider. Ask again in a few minutes")
     if charge != "none":
         return (f"{op_id} cannot be cancelled: it was charged as {charge}."
                 " Undoing it takes a refund: a new operation, with its own id and approval")
     return f"{op_id} is already {state}, and nothing was charged"
+
+
+@contextlib.contextmanager
+def transaction(db):
+    """BEGIN IMMEDIATE ... COMMIT; or, if anything goes wrong, the COMMIT
+    included, ROLLBACK: the connection never stays inside a transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo
+            db.execute("ROLLBACK")
+        raise
+
+
+def go_ahead(db, message, clock=time.time):
+    """The gate before the point of no return, one transaction: this start
+    still holds the operation, no cancel was asked, and then the record and
+    this hour's spend. False: stop, having recorded, spent and called nothing."""
+    op_id, hour = message["id"], int(clock() // 3600)
+    with transaction(db):
+        asked = db.execute("SELECT cancel_asked FROM work WHERE id = ? AND state = 'running'"
+                           " AND starts = ?", (op_id, message["start"])).fetchone()
+        if asked is None:                       # a later start holds it now
+            return False
+        if asked[0] and db.execute("UPDATE work SET state = 'cancelled', last_error ="
+                                   f" 'cancelled by its client' WHERE id = ? AND {NEVER_CALLED}",
+                                   (op_id,)).rowcount:
+            return False
+        write_down(db, op_id, message["inputs"], clock)
+        if db.execute("UPDATE operations SET spent_hour = ? WHERE id = ? AND state = 'started'"
+                      " AND spent_hour IS NOT ?", (hour, op_id, hour)).rowcount:
+            spend(db, message["inputs"]["amount_cents"], clock)   # OverBudget: none of it
+    return True
+
+
+def spend(db, cents, clock=time.time):
+    """Take `cents` from this hour's budget, which every worker counts in the
+    database, or raise OverBudget. The check and the take are one UPDATE."""
+    hour = int(clock() // 3600)
+    db.execute("INSERT INTO spend (hour, cents) VALUES (?, 0) ON CONFLICT (hour) DO NOTHING",
+               (hour,))
+    if not db.execute("UPDATE spend SET cents = cents + ? WHERE hour = ? AND cents + ? <= ?",
+                      (cents, hour, cents, MAX_CENTS_PER_HOUR)).rowcount:
+        (used,) = db.execute("SELECT cents FROM spend WHERE hour = ?", (hour,)).fetchone()
+        raise OverBudget(f"the service may charge {dollars(MAX_CENTS_PER_HOUR)} an hour, and"
+                         f" {dollars(MAX_CENTS_PER_HOUR - used)} of it is left this hour."
+                         " Nothing was sent")
 
 
 def work_one(db, provider, tenant, clock=time.time, **retries):
@@ -335,30 +371,69 @@ def work_one(db, provider, tenant, clock=time.time, **retries):
     return message["id"]
 
 
-def see_through(db, provider, message, clock=time.time, **retries):
-    """Deliver a started operation within its deadline, and end it, with the
-    reason, giving its slot back on every way out. (A worker that dies here
-    gives nothing back: its lease runs out instead.)"""
-    # The safe point: if the client asked to cancel and nothing has been
-    # sent for this operation, stop here.
-    if db.execute("UPDATE work SET state = 'cancelled', last_error = 'cancelled by its client'"
-                  " WHERE id = ? AND state = 'running' AND starts = ? AND cancel_asked = 1"
-                  f" AND {NEVER_CALLED}",
-                  (message["id"], message["start"])).rowcount:
-        return
+def see_through(db, provider, message, clock=time.time, rng=random, **retries):
+    """Take a started operation through the gate, deliver it within its
+    deadline, and end the start with the reason, giving its slot back. What
+    waiting may cure waits, longer each time, and never for a person."""
+    wait = rng.uniform(0, min(PUT_BACK_CAP, PUT_BACK_BASE * 2 ** message["start"]))
     try:
-        deliver(db, provider, message, clock=clock, deadline=clock() + DEADLINE_SECONDS,
-                **retries)
-    except Parked as reason:
-        finish(db, message, "dead", str(reason))
+        if not go_ahead(db, message, clock):
+            return
+        dead_letters = []
+        charge = deliver(db, CreateThenConfirm(db, provider, clock), message, dead_letters,
+                         rng=rng, clock=clock, deadline=clock() + DEADLINE_SECONDS, **retries)
     except (RetryLater, OverBudget) as reason:          # not the operation's fault
-        finish(db, message, "waiting", str(reason), clock() + PUT_BACK_SECONDS)
+        finish(db, message, "waiting", str(reason), clock() + wait)
         raise
     except Exception as error:      # a bug, for a person. Not Ctrl-C: the lease runs out
         finish(db, message, "dead", f"{type(error).__name__}: {error}")
         raise
-    else:
+    if charge is not None:
         finish(db, message, "done")
+        return
+    error = dead_letters[0]["error"]
+    if isinstance(error, Retryable):                    # the provider's trouble
+        finish(db, message, "waiting", f"{error}; put back to try again", clock() + wait)
+    elif isinstance(error, Declined):
+        finish(db, message, "failed", f"Declined: {error}")
+    else:                                               # a Conflict: for a person
+        finish(db, message, "dead", f"Conflict: {error}")
+
+
+def settle(db, provider, clock=time.time):
+    """The reconciler, run every few minutes: it asks the provider about each
+    charge long unknown that no worker holds, and ends each waiting operation
+    past its end, cancelling its charge first. Returns the age, in seconds,
+    of the oldest charge still unknown (0: none)."""
+    now = clock()
+    for op_id, recorded, charge_id, ended in db.execute("""
+        SELECT id, operations.state, charge_id, expires_at <= :now
+        FROM work LEFT JOIN operations USING (id)
+        WHERE work.state IN ('waiting', 'dead')
+          AND (operations.state = 'started' AND charge_id IS NOT NULL AND started_at <= :old
+               OR work.state = 'waiting' AND expires_at <= :now)
+    """, {"now": now, "old": now - SETTLE_AFTER_SECONDS}).fetchall():
+        if charge_id is None:       # nothing to pay; a start still on its way must not store one
+            if recorded and not db.execute("UPDATE operations SET state = 'failed' WHERE id = ?"
+                                           " AND charge_id IS NULL", (op_id,)).rowcount:
+                continue            # it stored one just now: ask next time
+            answer = "cancelled"
+        else:
+            try:
+                answer = (provider.cancel if ended else provider.retrieve)(charge_id)
+            except Retryable:
+                continue
+        if answer not in ("paid", "declined", "cancelled"):
+            continue                # not paid, not yet ended: its next start confirms it
+        db.execute("UPDATE operations SET state = ? WHERE id = ? AND state = 'started'",
+                   ("charged" if answer == "paid" else "failed", op_id))
+        ending = "done" if answer == "paid" else "expired" if ended else "failed"
+        why = f"the provider says {charge_id} is {answer}" if charge_id else "nothing was paid"
+        db.execute("UPDATE work SET state = ?, last_error = ? WHERE id = ?"
+                   " AND state IN ('waiting', 'dead')", (ending, f"settled: {why}", op_id))
+    (oldest,) = db.execute("SELECT min(started_at) FROM operations WHERE state = 'started'"
+                           " AND charge_id IS NOT NULL").fetchone()
+    return 0 if oldest is None else now - oldest
 
 
 if __name__ == "__main__":

@@ -7,72 +7,172 @@
 # Everything it runs of the worker is yours: worker.process, worker.admit...
 
 import argparse
+import collections
+import contextlib
+import io
 import json
 import os
 import random
+import time
 
 import ex09_charge_worker as worker
+
+KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long (Stripe's API v1:
+                                 # at least 24 h)
 
 
 # ---- a provider to practise on
 
 class Provider:
-    """A payment provider with Stripe-like keys: the same key and inputs give
-    the same charge for KEY_WINDOW_SECONDS; other inputs under a key are
-    refused. It remembers every charge's key as its reference, for ever."""
+    """A payment provider in Stripe's shape. create() makes a charge that is
+    not paid yet and returns its id; confirm() pays it; retrieve() says how
+    it stands; cancel() makes sure it is never paid. charge() creates and
+    pays in one request, as many integrations do (Stripe's confirm=true).
+
+    A request's key is kept for KEY_WINDOW_SECONDS. Its first answer is
+    given again to the same request; another request under the key is
+    refused; and while the first is still running, a second gets "in
+    progress" (409), which is safe to retry. A charge is paid once, however
+    often it is confirmed (Stripe answers a second confirm of a paid charge
+    with an error that says so; this provider answers with the charge)."""
 
     def __init__(self, clock, first_charge=1):
         self.clock = clock
-        self.keys = {}                  # key -> (input digest, charge id, when)
-        self.charges = {}               # charge id -> reference (the key)
+        self.keys = {}                  # key -> (request, answer, when)
+        self.busy = {}                  # key -> when its first request answers
+        self.charges = {}               # charge id -> {"key", "cents", "state"}
+        self.payments = []              # (when, cents, charge id): money that moved
+        self.declining = set()          # keys whose card is declined
         self.next_charge = first_charge
         self.calls = 0
 
+    def create(self, idempotency_key, timeout=None, **inputs):
+        return self.request(idempotency_key, ("create", worker.digest(inputs)),
+                            lambda: self.new_charge(idempotency_key, inputs))
+
     def charge(self, idempotency_key, timeout=None, **inputs):
-        # It answers at once, so it never needs its timeout: the digest is
-        # of the payment's inputs, not of how long the caller can wait.
+        def create_and_pay():
+            return self.pay(self.new_charge(idempotency_key, inputs))
+        return self.request(idempotency_key, ("charge", worker.digest(inputs)), create_and_pay)
+
+    def confirm(self, charge_id, idempotency_key, timeout=None):
+        return self.request(idempotency_key, ("confirm", charge_id),
+                            lambda: self.pay(charge_id))
+
+    def retrieve(self, charge_id, timeout=None):
         self.calls += 1
-        known = self.keys.get(idempotency_key)
-        if known and self.clock() - known[2] < worker.KEY_WINDOW_SECONDS:
-            if known[0] != worker.digest(inputs):
-                raise worker.Conflict(f"provider: key {idempotency_key}"
-                                      " was used with other inputs")
-            print(f"{'':13}provider: key {idempotency_key} again, same inputs: {known[1]} again")
+        state = self.charges[charge_id]["state"]
+        print(f"{'':13}provider: {charge_id} is {state}")
+        return state
+
+    def cancel(self, charge_id, timeout=None):
+        self.calls += 1
+        charge = self.charges[charge_id]
+        if charge["state"] == "waiting":
+            charge["state"] = "cancelled"
+        print(f"{'':13}provider: cancel {charge_id}: it is {charge['state']}")
+        return charge["state"]
+
+    def paid(self):
+        """The ids of the charges that were paid, in order."""
+        return [charge_id for _, _, charge_id in self.payments]
+
+    # -- how the provider answers a request that carries a key
+
+    def request(self, key, request, do):
+        self.calls += 1
+        if self.clock() < self.busy.get(key, 0):
+            raise worker.Retryable(f"409 Conflict: a request with key {key} is in progress")
+        known = self.keys.get(key)
+        if known and self.clock() - known[2] < KEY_WINDOW_SECONDS:
+            if known[0] != request:
+                raise worker.Declined(f"provider: key {key} was first used for another request")
+            print(f"{'':13}provider: key {key} again: the same answer, {known[1]}")
             return known[1]
+        answer = do()
+        self.keys[key] = (request, answer, self.clock())
+        return answer
+
+    def new_charge(self, key, inputs):
         charge_id = f"C{self.next_charge}"
         self.next_charge += 1
-        self.keys[idempotency_key] = (worker.digest(inputs), charge_id, self.clock())
-        self.charges[charge_id] = idempotency_key
-        print(f"{'':13}provider: new charge {charge_id}, key {idempotency_key}")
+        self.charges[charge_id] = {"key": key, "cents": inputs["amount_cents"],
+                                   "state": "waiting"}
+        print(f"{'':13}provider: new charge {charge_id},"
+              f" {worker.dollars(inputs['amount_cents'])}, key {key}")
         return charge_id
 
-    def find_charge(self, reference, timeout=None):
-        charge_id = next((c for c, ref in self.charges.items() if ref == reference), None)
-        print(f"{'':13}provider: charges with reference {reference}: {charge_id or 'none'}")
+    def pay(self, charge_id):
+        charge = self.charges[charge_id]
+        if charge["state"] == "waiting" and charge["key"] in self.declining:
+            charge["state"] = "declined"
+        if charge["state"] == "waiting":
+            charge["state"] = "paid"
+            self.payments.append((self.clock(), charge["cents"], charge_id))
+            print(f"{'':13}provider: {charge_id} paid")
+        elif charge["state"] == "paid":
+            print(f"{'':13}provider: {charge_id} was paid already: nothing more")
+        if charge["state"] != "paid":
+            print(f"{'':13}provider: {charge_id} is {charge['state']}: not paid")
+            raise worker.Declined(f"{charge_id} is {charge['state']}")
         return charge_id
+
+
+class RetryBudget:
+    """One worker's retry budget, kept in its memory: its retries may be at
+    most RETRY_RATIO of the calls it made in the last BUDGET_WINDOW_SECONDS
+    (both set in your ex09_charge_worker.py). process() calls request()
+    before each call to the provider; deliver() calls allow_retry()."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.requests = collections.deque()     # when each call was made, oldest first
+        self.retries = collections.deque()      # when each retry was allowed
+
+    def request(self):
+        self.requests.append(self.clock())
+
+    def allow_retry(self):
+        now = self.clock()
+        for times in (self.requests, self.retries):
+            while times and times[0] < now - worker.BUDGET_WINDOW_SECONDS:
+                times.popleft()                 # older than the window: forgotten
+        if len(self.retries) + 1 > worker.RETRY_RATIO * len(self.requests):
+            return False
+        self.retries.append(now)
+        return True
 
 
 class WorkerCrashed(Exception):
     pass
 
 
-class CrashAfterCall:
-    """The provider, seen by a worker that dies as soon as the provider has
-    charged: before it can record the charge or acknowledge the message."""
+class CrashAfterPaying:
+    """The provider, seen by a worker that dies as soon as a call of its has
+    paid: before it can record the payment or acknowledge the message."""
 
     def __init__(self, provider):
         self.provider = provider
 
-    def charge(self, **request):
-        self.provider.charge(**request)
-        raise WorkerCrashed()
+    def __getattr__(self, name):
+        call = getattr(self.provider, name)
+
+        def then_crash(*args, **kwargs):
+            paid = len(self.provider.payments)
+            answer = call(*args, **kwargs)
+            if len(self.provider.payments) > paid:
+                raise WorkerCrashed()
+            return answer
+        return then_crash
 
 
 class CrashBeforeCall:
-    """The provider, seen by a worker that dies just before it sends the call."""
+    """The provider, seen by a worker that dies just before it sends a call."""
 
-    def charge(self, **request):
-        raise WorkerCrashed()
+    def __getattr__(self, name):
+        def crash(*args, **kwargs):
+            raise WorkerCrashed()
+        return crash
 
 
 class CrashAfterRecord:
@@ -84,27 +184,33 @@ class CrashAfterRecord:
 
     def execute(self, sql, params=()):
         cursor = self.db.execute(sql, params)
-        if sql.startswith("UPDATE operations"):
+        if "state = 'charged'" in sql:
             raise WorkerCrashed()
         return cursor
 
 
 class Stalled:
-    """The provider on a bad day: it charges, but its answer takes `seconds`.
+    """The provider on a bad day: a confirm pays at once, but its answer takes
+    `seconds`, and until then another request with its key is "in progress".
     A caller that passes a timeout stops waiting when it runs out, not
-    knowing whether the charge happened; a caller without one waits it out."""
+    knowing whether it paid; a caller without one waits it out."""
 
     def __init__(self, provider, seconds):
         self.provider, self.seconds = provider, seconds
 
-    def charge(self, timeout=None, **request):
-        charge_id = self.provider.charge(**request)
+    def __getattr__(self, name):
+        return getattr(self.provider, name)
+
+    def confirm(self, charge_id, idempotency_key, timeout=None):
+        answer = self.provider.confirm(charge_id, idempotency_key)
+        clock = self.provider.clock
+        self.provider.busy[idempotency_key] = clock() + self.seconds
         waited = self.seconds if timeout is None else min(timeout, self.seconds)
-        self.provider.clock.advance(waited)
+        clock.advance(waited)
         if waited < self.seconds:
             print(f"{'':13}no answer within {timeout:g} s: the worker stops waiting")
-            raise worker.Retryable(f"no answer within {timeout:g} s")  # yet it may have charged
-        return charge_id
+            raise worker.Retryable(f"no answer within {timeout:g} s")   # yet it paid
+        return answer
 
 
 class Outage:
@@ -113,9 +219,11 @@ class Outage:
     def __init__(self):
         self.calls = 0
 
-    def charge(self, **request):
-        self.calls += 1
-        raise worker.Retryable("503 Service Unavailable")
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            self.calls += 1
+            raise worker.Retryable("503 Service Unavailable")
+        return fail
 
 
 # ---- the replays, on a simulated clock
@@ -141,60 +249,74 @@ class Clock:
         return f"day {day + 1} {seconds // 3600:02}:{seconds // 60 % 60:02}"
 
 
-def replay_o7(clock, db, provider, dead):
+def charge_inputs(tenant, invoice, cents):
+    """The inputs of a charge, as the worker expects them: in US dollars,
+    the currency that Chapter 11's CURRENCY names."""
+    return {"tenant": tenant, "invoice": invoice, "amount_cents": cents, "currency": "usd"}
+
+
+def replay_o7(clock, db, provider, dead, changed_id="O7"):
     """The O7 timeline, one line at a time: yields (time, text) for each line
     before doing what it says; time is "" for a line that goes on from the
-    one before. The provider prints what it does as it does it."""
-    o7 = {"id": worker.operation_id("North", "O7"),
-          "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
+    one before. The provider prints what it does as it does it. The $60.00
+    message comes under changed_id (Study Drill 1 gives it a new one)."""
+    o7 = {"id": worker.operation_id("North", "O7"), "inputs": charge_inputs("North", 7, 5000)}
 
-    def charge_then_crash(message, hours, minutes):
-        """W1 calls the provider, which charges; W1 dies a minute later."""
+    def pay_then_crash(message, hours, minutes):
+        """W1 creates the charge, stores its id, confirms it, and dies a minute later."""
         op_id, inputs = message["id"], message["inputs"]
         clock.set(1, hours, minutes)
         yield clock.stamp(), (f"W1 takes {op_id} (invoice {inputs['invoice']},"
-                              f" {worker.dollars(inputs['amount_cents'])}) and calls the provider,"
-                              f" key {op_id}")
+                              f" {worker.dollars(inputs['amount_cents'])}): creates a charge,"
+                              " stores its id, confirms it")
         try:
-            worker.process(db, CrashAfterCall(provider), op_id, inputs, clock)
+            worker.process(db, worker.CreateThenConfirm(db, CrashAfterPaying(provider), clock),
+                           op_id, inputs, clock)
         except WorkerCrashed:
             clock.set(1, hours, minutes + 1)
-            yield clock.stamp(), (f"W1 crashes before it records the charge or"
+            yield clock.stamp(), (f"W1 crashes before it records the payment or"
                                   f" acknowledges {op_id}")
 
-    yield from charge_then_crash(o7, 12, 0)
+    def deliver(message):
+        return worker.deliver(db, worker.CreateThenConfirm(db, provider, clock), message, dead,
+                              clock=clock)
+
+    yield from pay_then_crash(o7, 12, 0)
     clock.set(1, 12, 2)
     yield clock.stamp(), (f"the queue delivers {o7['id']} again (at least once, as promised);"
                           " W2 takes it")
-    charge = worker.deliver(db, provider, o7, clock=clock)
+    charge = deliver(o7)
     yield clock.stamp(), f"W2 records {charge} and acknowledges {o7['id']}"
-    yield "", f"the provider saw {provider.calls} calls and made {len(provider.charges)} charge"
+    yield "", (f"the provider saw {provider.calls} calls and made {len(provider.payments)}"
+               " charge")
 
     clock.set(1, 12, 5)
-    changed = {"id": o7["id"], "inputs": dict(o7["inputs"], amount_cents=6000)}
-    yield clock.stamp(), (f"a message for {changed['id']} arrives again, now for"
+    changed = {"id": worker.operation_id("North", changed_id),
+               "inputs": dict(o7["inputs"], amount_cents=6000)}
+    again = " again, now" if changed["id"] == o7["id"] else ","
+    yield clock.stamp(), (f"a message for {changed['id']} arrives{again} for"
                           f" {worker.dollars(changed['inputs']['amount_cents'])}")
-    try:
-        worker.deliver(db, provider, changed, clock=clock)
-    except worker.Parked:
-        dead.append(changed)
-    yield clock.stamp(), f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter"
+    charge = deliver(changed)
+    if charge is None:
+        yield clock.stamp(), f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter"
+    else:
+        yield clock.stamp(), f"W2 records {charge} and acknowledges {changed['id']}"
 
-    o8 = {"id": worker.operation_id("North", "O8"),
-          "inputs": {"tenant": "North", "invoice": 8, "amount_cents": 2000}}
-    yield from charge_then_crash(o8, 12, 10)
+    o8 = {"id": worker.operation_id("North", "O8"), "inputs": charge_inputs("North", 8, 2000)}
+    yield from pay_then_crash(o8, 12, 10)
     clock.set(2, 14, 0)
     yield clock.stamp(), (f"{o8['id']} is delivered again, 26 hours later: the provider has"
-                          " forgotten its key")
-    charge = worker.deliver(db, provider, o8, clock=clock)
+                          " forgotten its keys")
+    charge = deliver(o8)
     yield clock.stamp(), f"W2 records {charge} and acknowledges {o8['id']}"
-    yield "", f"the provider made {len(provider.charges)} charges for 2 operations"
+    (operations,) = db.execute("SELECT count(*) FROM operations").fetchone()
+    yield "", f"the provider made {len(provider.payments)} charges for {operations} operations"
 
 
-def print_o7():
+def print_o7(changed_id="O7"):
     clock = Clock()
     db = worker.open_db(":memory:")
-    for stamp, text in replay_o7(clock, db, Provider(clock, first_charge=9), []):
+    for stamp, text in replay_o7(clock, db, Provider(clock, first_charge=9), [], changed_id):
         print(f"{stamp:13}{text}")
 
 
@@ -207,29 +329,30 @@ def replay_crash(point):
     """W1 dies at one of the three points; W2 gets the operation again."""
     clock = Clock()
     db, provider = worker.open_db(":memory:"), Provider(clock)
-    o7 = {"id": worker.operation_id("North", "O7"),
-          "inputs": {"tenant": "North", "invoice": 7, "amount_cents": 5000}}
+    o7 = {"id": worker.operation_id("North", "O7"), "inputs": charge_inputs("North", 7, 5000)}
     w1_db, w1_provider = db, provider
     if point == "before-call":
         w1_provider = CrashBeforeCall()
     elif point == "after-commit":
-        w1_provider = CrashAfterCall(provider)
+        w1_provider = CrashAfterPaying(provider)
     else:
         w1_db = CrashAfterRecord(db)
     print(f"W1 takes {o7['id']} ({worker.dollars(o7['inputs']['amount_cents'])}), stores it as"
           " started, and goes to call the provider")
     try:
-        worker.process(w1_db, w1_provider, o7["id"], o7["inputs"], clock)
+        worker.process(w1_db, worker.CreateThenConfirm(w1_db, w1_provider, clock), o7["id"],
+                       o7["inputs"], clock)
     except WorkerCrashed:
         state, charge = db.execute("SELECT state, charge_id FROM operations WHERE id = ?",
                                    (o7["id"],)).fetchone()
         print(f"W1 crashes {CRASH_POINTS[point]}; our record: {state}, charge {charge or 'none'}")
     print(f"the queue delivers {o7['id']} again; W2 takes it")
-    charge = worker.deliver(db, provider, o7, clock=clock)
+    charge = worker.deliver(db, worker.CreateThenConfirm(db, provider, clock), o7, [],
+                            clock=clock)
     print(f"W2 acknowledges {o7['id']} with charge {charge}")
     calls = f"{provider.calls} call{'s' * (provider.calls > 1)}"
-    print(f"the provider saw {calls} and made {len(provider.charges)} charge"
-          f"{'s' * (len(provider.charges) > 1)}")
+    print(f"the provider saw {calls} and made {len(provider.payments)} charge"
+          f"{'s' * (len(provider.payments) > 1)}")
 
 
 def show_admission():
@@ -238,7 +361,8 @@ def show_admission():
 
     def submit(tenant, client_id, again=""):
         try:
-            state, _ = worker.admit(db, tenant, client_id, {"invoice": client_id})
+            state, _ = worker.admit(db, tenant, client_id, charge_inputs(tenant, client_id, 1000),
+                                    clock)
             print(f"{tenant} submits {client_id}{again}: {state}")
         except worker.Refused as refusal:
             print(f"{tenant} submits {client_id}{again}: refused: {refusal}")
@@ -269,69 +393,78 @@ def show_admission():
 
 
 def why(db, tenant, client_id):
-    """The reason an operation's record keeps: why it is dead, or was put back."""
+    """The reason an operation's record keeps: why it ended as it did, or was put back."""
     (reason,) = db.execute("SELECT last_error FROM work WHERE id = ?",
                            (worker.operation_id(tenant, client_id),)).fetchone()
     return f"; why: {reason}" if reason else ""
 
 
+def print_status(db, tenant, client_ids):
+    for client_id in client_ids:
+        state, charge = worker.status(db, tenant, client_id)
+        print(f"status of {client_id}: {state}, charge {charge}{why(db, tenant, client_id)}")
+
+
 def show_cancel():
     clock = Clock()
     db, provider = worker.open_db(":memory:"), Provider(clock)
-    for client_id in ("P1", "P2", "P3", "P4"):
-        worker.admit(db, "North", client_id, {"tenant": "North", "invoice": client_id,
-                                       "amount_cents": 1000})
-    print("the worker runs P1, then P2 while the provider is down; P3 starts; P4 waits")
+    provider.declining.add(worker.operation_id("North", "P2"))
+    for client_id in ("P1", "P2", "P3", "P4", "P5"):
+        worker.admit(db, "North", client_id, charge_inputs("North", client_id, 1000), clock)
+    print("the worker runs P1; P2, whose card is declined; P3, while the provider stalls;"
+          " P4 starts; P5 waits")
     worker.work_one(db, provider, "North", clock=clock)
-    worker.work_one(db, Outage(), "North", clock=clock, attempts=1)
-    p3 = worker.start_next(db, "North", clock)
-    for client_id in ("P1", "P2", "P3", "P4"):
-        state, charge = worker.status(db, "North", client_id)
-        print(f"status of {client_id}: {state}, charge {charge}{why(db, 'North', client_id)}")
-    for tenant, client_id in (("North", "P4"), ("North", "P4"), ("North", "P3"),
-                              ("North", "P2"), ("North", "P1"), ("North", "P9"),
-                              ("South", "P1")):
+    worker.work_one(db, provider, "North", clock=clock)
+    worker.work_one(db, Stalled(provider, 600), "North", clock=clock)
+    p4 = worker.start_next(db, "North", clock)
+    print_status(db, "North", ("P1", "P2", "P3", "P4", "P5"))
+    for tenant, client_id in (("North", "P5"), ("North", "P5"), ("North", "P4"),
+                              ("North", "P3"), ("North", "P2"), ("North", "P1"),
+                              ("North", "P9"), ("South", "P1")):
         print(f"{tenant} cancels {client_id}: {worker.cancel(db, tenant, client_id)}")
-    worker.see_through(db, provider, p3, clock)
-    state, charge = worker.status(db, "North", "P3")
-    print(f"the worker reaches P3's safe point, before the call: {state}, charge {charge}")
+    worker.see_through(db, provider, p4, clock)
+    state, charge = worker.status(db, "North", "P4")
+    print(f"the worker takes P4 to its gate, before any call: {state}, charge {charge}")
 
 
 def show_deadline():
     clock = Clock()
     db, provider = worker.open_db(":memory:"), Provider(clock)
     stalled = Stalled(provider, 600)
-    worker.admit(db, "North", "O9", {"tenant": "North", "invoice": 9, "amount_cents": 3000})
-    print(f"an operation must be over within {worker.DEADLINE_SECONDS} s;"
+    worker.admit(db, "North", "O9", charge_inputs("North", 9, 3000), clock)
+    print(f"a start must be over within {worker.DEADLINE_SECONDS} s;"
           f" today the provider answers after {stalled.seconds} s")
     print(f"W1 starts {worker.operation_id('North', 'O9')} and calls the provider")
     worker.work_one(db, stalled, "North", clock=clock)
     print(f"W1 gives its slot back after {clock():g} s")
-    state, charge = worker.status(db, "North", "O9")
-    print(f"status of O9: {state}, charge {charge}{why(db, 'North', 'O9')}")
+    print_status(db, "North", ("O9",))
+    clock.advance(worker.SETTLE_AFTER_SECONDS)
+    print(f"after {clock():g} s, the reconciler asks the provider about every unknown charge")
+    worker.settle(db, provider, clock)
+    print_status(db, "North", ("O9",))
 
 
 def show_budget():
     print("the provider is down; 100 charges arrive, one every 0.5 s, each allowed 5 tries")
     for budget_on in (False, True):
-        clock, outage, parked, put_back = Clock(), Outage(), 0, 0
-        budget = worker.RetryBudget(clock) if budget_on else None
+        clock, outage, given_up, put_back = Clock(), Outage(), 0, 0
+        budget = RetryBudget(clock) if budget_on else None
         rng = random.Random(1)
         for number in range(100):
             clock.now = max(clock.now, number * 0.5)
-            message = {"id": f"M{number}", "inputs": {"amount_cents": 100}}
+            message = {"id": f"M{number}", "inputs": charge_inputs("North", number, 100)}
             try:
-                worker.deliver(worker.open_db(":memory:"), outage, message, sleep=clock.advance,
-                        budget=budget, rng=rng, clock=clock)
-            except worker.Parked:
-                parked += 1
+                if worker.deliver(worker.open_db(":memory:"), outage, message, [],
+                                  sleep=clock.advance, budget=budget, rng=rng,
+                                  clock=clock) is None:
+                    given_up += 1
             except worker.RetryLater:
                 put_back += 1
         name = (f"with a {worker.RETRY_RATIO:.0%} retry budget" if budget_on
                 else "without a retry budget")
         print(f"{name}: {outage.calls} calls to the provider,"
               f" {outage.calls - 100} of them retries;"
-              f" {parked} parked for a person, {put_back} put back for later")
+              f" {given_up} given up after 5 tries, {put_back} put back at once")
 
 
 def show_spend():
@@ -343,9 +476,10 @@ def show_spend():
                "W2": worker.open_db("spend.db")}
     print(f"the service may charge {worker.dollars(worker.MAX_CENTS_PER_HOUR)} an hour,"
           " across all tenants; W1 and W2 count it in spend.db")
+    clock.set(1, 11, 55)
     for number, tenant in ((1, "North"), (2, "South"), (3, "North")):
-        worker.admit(workers["W1"], tenant, f"B{number}",
-                     {"tenant": tenant, "invoice": number, "amount_cents": 20000})
+        worker.admit(workers["W1"], tenant, f"B{number}", charge_inputs(tenant, number, 20000),
+                     clock)
     for hours, minutes, name, tenant in ((12, 0, "W1", "North"), (12, 10, "W2", "South"),
                                          (12, 20, "W1", "North"), (13, 0, "W2", "North")):
         clock.set(1, hours, minutes)
@@ -363,16 +497,81 @@ def show_spend():
             print(f"{'':13}status of {op_id}: {state}, charge {charge}")
 
 
+def run_outage(trouble, budget_on, seed=1):
+    """Three tenants each submit a 25-cent charge every 5 s for 30 minutes;
+    the provider is in `trouble` ('down': every call a 503, or 'slow': it
+    pays, and answers after 45 s) for the first 10. One worker serves the
+    tenants in turn; the reconciler runs every minute. After the 30 minutes,
+    the worker goes on until nothing waits. Returns what happened, counted."""
+    clock, counts = Clock(), collections.Counter()
+    db, provider = worker.open_db(":memory:"), Provider(clock)
+    troubled = Outage() if trouble == "down" else Stalled(provider, 45)
+    budget = RetryBudget(clock) if budget_on else None
+    rng, tenants = random.Random(seed), ("North", "South", "East")
+    next_submit, next_settle = 0, 60
+
+    def now_provider():
+        if clock() < 600:
+            return troubled
+        counts.setdefault("calls in trouble", troubled.calls)   # the first call after it
+        return provider
+
+    while clock() < 1800 or db.execute("SELECT count(*) FROM work"
+                                      " WHERE state IN ('waiting', 'running')").fetchone()[0]:
+        if clock() > 8 * 3600:
+            raise RuntimeError("still waiting after 8 hours")
+        while clock() >= next_submit and clock() < 1800:
+            for tenant in tenants:
+                try:
+                    worker.admit(db, tenant, f"I{next_submit}",
+                                 charge_inputs(tenant, next_submit, 25), clock)
+                    counts["admitted"] += 1
+                except worker.Refused:
+                    counts["refused at admission"] += 1
+            next_submit += 5
+        for tenant in tenants:
+            with contextlib.suppress(worker.RetryLater, worker.OverBudget):
+                worker.work_one(db, now_provider(), tenant, clock=clock, rng=rng,
+                                sleep=clock.advance, budget=budget)
+        if clock() >= next_settle:
+            worker.settle(db, now_provider(), clock)
+            next_settle += 60
+        clock.advance(1)
+    counts.update(state for (state,) in db.execute("SELECT state FROM work"))
+    paid = [provider.charges[charge_id]["key"] for charge_id in provider.paid()]
+    counts["paid"], counts["paid twice"] = len(paid), len(paid) - len(set(paid))
+    return counts
+
+
+def show_outage():
+    print("3 tenants each charge $0.25 every 5 s for 30 min; the provider is in trouble for"
+          " the first 10")
+    for trouble, words in (("down", "down: a 503 for every call"),
+                           ("slow", "slow: it pays, then answers after 45 s")):
+        print(words)
+        for budget_on in (False, True):
+            with contextlib.redirect_stdout(io.StringIO()):     # the provider's chatter
+                counts = run_outage(trouble, budget_on)
+            print(f"  retry budget {'on: ' if budget_on else 'off:'}"
+                  f" {counts['calls in trouble']:3} calls in trouble; {counts['admitted']} admitted,"
+                  f" {counts['done']} done, {counts['paid']} paid, {counts['paid twice']} twice,"
+                  f" {counts['dead']} dead")
+
+
 def main():
     commands = {"o7": print_o7, "admission": show_admission, "cancel": show_cancel,
                 "deadline": show_deadline, "budget": show_budget, "spend": show_spend,
-                "crash": replay_crash}
+                "outage": show_outage, "crash": replay_crash}
     parser = argparse.ArgumentParser(description="Replays of Exercise 9's worked cases.")
     parser.add_argument("command", choices=commands)
     parser.add_argument("point", nargs="?", choices=CRASH_POINTS,
                         help="for crash: where W1 dies")
+    parser.add_argument("--changed-id", default="O7", metavar="ID",
+                        help="for o7: the id the $60.00 message comes under (Study Drill 1)")
     args = parser.parse_args()
-    if args.command != "crash":
+    if args.command == "o7":
+        print_o7(args.changed_id)
+    elif args.command != "crash":
         commands[args.command]()
     elif args.point:
         replay_crash(args.point)

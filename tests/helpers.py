@@ -34,6 +34,10 @@ class Clock:
     def __call__(self):
         return self.now
 
+    def advance(self, seconds):
+        """What a sleep does on this clock: time passes, at once."""
+        self.now += seconds
+
 
 class TopOfRange(random.Random):
     """Dice that always roll the longest wait, so the ceiling shows."""
@@ -302,7 +306,7 @@ class Edit(NamedTuple):
 
 
 # Exercise 9's running example: invoice 7 of the North tenant.
-O7 = {"tenant": "North", "invoice": 7, "amount_cents": 5000}
+O7 = {"tenant": "North", "invoice": 7, "amount_cents": 5000, "currency": "usd"}
 
 
 def set_constant(path, name, value):

@@ -305,66 +305,99 @@ MISTAKES = [
              "does it take back as lost?",
         stops_at=("python3 ex09_charge_worker.py admission",)),
 
-    # Too little: a crash before the call ends with no charge.
+    # Too little: the record says charged before anything was paid.
     Mistake("ex09_charge_worker.py", "marked charged before the provider is called", [
-        ("    if charge_id is None:\n"
-         "        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)\n"
-         "    # 4. Record the charge. Only then may the message be acknowledged.\n"
-         "    db.execute(\"UPDATE operations SET charge_id = ?, state = 'charged'\"\n"
-         "               \" WHERE id = ? AND state = 'started'\", (charge_id, op_id))\n",
+        ("    # 3. Charge, with the operation's id as the key. A no is an answer too.\n",
          "    db.execute(\"UPDATE operations SET state = 'charged' WHERE id = ?\", (op_id,))\n"
-         "    if charge_id is None:\n"
-         "        charge_id = provider.charge(idempotency_key=op_id, timeout=timeout, **inputs)\n"
-         "    db.execute(\"UPDATE operations SET charge_id = ? WHERE id = ?\", (charge_id, op_id))\n")],
+         "    # 3. Charge, with the operation's id as the key. A no is an answer too.\n")],
         hint="Look at when `process()` marks the operation `charged`: what if the worker "
              "dies before the provider is called?",
-        stops_at=("python3 ex09_charge_worker.py o7",)),
+        stops_at=("python3 ex09_charge_worker.py o7",), verdict="ERROR"),
 
-    Mistake("ex09_charge_worker.py", "every delivery writes its own started_at", [
-        ("\" VALUES (?, ?, 'started', ?) ON CONFLICT (id) DO NOTHING\"",
-         "\" VALUES (?, ?, 'started', ?)\"\n"
-         "               \" ON CONFLICT (id) DO UPDATE SET started_at = excluded.started_at\"")],
-        hint="Look at what step 1 of `process()` does to an operation it has already "
-             "written down: when did that operation start?",
-        stops_at=("python3 ex09_charge_worker.py o7",)),
+    Mistake("ex09_charge_worker.py", "COMMIT outside the try", [
+        ("        yield\n        db.execute(\"COMMIT\")\n    except BaseException:\n"
+         "        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo\n"
+         "            db.execute(\"ROLLBACK\")\n        raise\n",
+         "        yield\n    except BaseException:\n"
+         "        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo\n"
+         "            db.execute(\"ROLLBACK\")\n        raise\n    db.execute(\"COMMIT\")\n")],
+        hint="Look at `transaction()`: if the `COMMIT` itself fails, what rolls the "
+             "transaction back?",
+        stops_at=("test_ex09_a_failed_commit_leaves_no_transaction_open",)),
 
-    # A refused operation is left recorded as started, its charge unknown.
-    Mistake("ex09_charge_worker.py", "the record and the spend in two transactions", [
-        ("    with transaction(db):\n        if db.execute(",
-         "    if True:\n        if db.execute(")],
-        hint="Look at step 1 of `process()`: can the record be kept when the spend "
-             "budget refuses?",
-        stops_at=("python3 ex09_charge_worker.py spend",)),
+    # The gate's check and its record in two steps: a cancel lands between.
+    Mistake("ex09_charge_worker.py", "the gate is not one transaction", [
+        ("    with transaction(db):\n        asked = db.execute(",
+         "    if True:\n        asked = db.execute(")],
+        hint="Look at `go_ahead()`: is all it does one step, so that a refused start "
+             "leaves no record and a cancel cannot land in the middle?",
+        stops_at=("test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker",)),
 
-    Mistake("ex09_charge_worker.py", "every delivery spends the amount again", [
-        ("                      (op_id, digest(inputs), clock())).rowcount:\n",
-         "                      (op_id, digest(inputs), clock())).rowcount or True:\n")],
-        hint="Look at when step 1 of `process()` calls `spend()`: what does a "
-             "redelivery of the same operation spend?",
+    Mistake("ex09_charge_worker.py", "the gate does not check the start's fencing token", [
+        ("\" AND starts = ?\", (op_id, message[\"start\"])).fetchone()",
+         "\" AND starts >= ?\", (op_id, message[\"start\"])).fetchone()")],
+        hint="Look at the first `SELECT` in `go_ahead()`: would a worker whose lease "
+             "ran out, and whose operation another worker now holds, pass it?",
+        stops_at=("test_ex09_a_start_that_lost_its_lease_records_spends_and_calls_nothing",)),
+
+    Mistake("ex09_charge_worker.py", "every start spends the amount again", [
+        ("\" AND spent_hour IS NOT ?\", (hour, op_id, hour)).rowcount:\n",
+         "\" AND spent_hour IS NOT ?\", (hour, op_id, hour)).rowcount or True:\n")],
+        hint="Look at when `go_ahead()` calls `spend()`: what does a second start of the "
+             "same operation, in the same hour, spend?",
         stops_at=("test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts",)),
 
-    Mistake("ex09_charge_worker.py", "a spent retry budget parks a healthy message", [
-        ('raise RetryLater(f"{failure}; this worker\'s retry budget is spent")',
-         'raise Parked(f"{failure}; this worker\'s retry budget is spent")')],
-        hint="Look at what `deliver()` raises when the retry budget is spent: is the "
+    Mistake("ex09_charge_worker.py", "a spent retry budget gives up on the message", [
+        ('                raise RetryLater(f"{failure}; this worker\'s retry budget is spent")\n',
+         '                break\n')],
+        hint="Look at what `deliver()` does when the retry budget is spent: is the "
              "message at fault?",
         stops_at=("python3 ex09_charge_worker.py budget",)),
 
+    Mistake("ex09_charge_worker.py", "the retry budget counts messages, not calls", [
+        ("    if budget is not None:\n"
+         "        budget.request()                    # one more call that reaches the provider\n",
+         ""),
+        ("    for attempt in range(attempts):\n        time_left = ",
+         "    if budget is not None:\n        budget.request()\n"
+         "    for attempt in range(attempts):\n        time_left = ")],
+        hint="Look at where `budget.request()` is called: does it count every call to "
+             "the provider, and nothing else?",
+        stops_at=("python3 ex09_charge_worker.py budget",)),
+
     Mistake("ex09_charge_worker.py", "no safe point: a cancel request is never checked", [
-        ('    if db.execute("UPDATE work SET state = \'cancelled\', last_error = \'cancelled by its client\'"\n'
-         '                  " WHERE id = ? AND state = \'running\' AND starts = ? AND cancel_asked = 1"',
-         '    if False and db.execute("UPDATE work SET state = \'cancelled\', last_error = \'cancelled by its client\'"\n'
-         '                  " WHERE id = ? AND state = \'running\' AND starts = ? AND cancel_asked = 1"')],
-        hint="Look at the safe point at the top of `see_through()`: does it ever stop "
-             "an operation whose client asked to cancel?",
+        ("        if asked[0] and db.execute(",
+         "        if False and db.execute(")],
+        hint="Look at `go_ahead()`: does it ever stop an operation whose client asked "
+             "to cancel?",
         stops_at=("python3 ex09_charge_worker.py cancel",)),
 
-    Mistake("ex09_charge_worker.py", "a parked operation keeps no reason", [
-        ('        finish(db, message, "dead", str(reason))\n',
-         '        finish(db, message, "dead")\n')],
-        hint="Look at how `see_through()` ends a parked operation: what will a person "
-             "read in `last_error`?",
+    Mistake("ex09_charge_worker.py", "a put-back operation keeps no reason", [
+        ('f"{error}; put back to try again"', "None")],
+        hint="Look at how `see_through()` puts an operation back: what will a person, "
+             "or its client, read in `last_error`?",
         stops_at=("python3 ex09_charge_worker.py cancel",)),
+
+    Mistake("ex09_charge_worker.py", "put-back waits that never grow", [
+        ('    wait = rng.uniform(0, min(PUT_BACK_CAP, PUT_BACK_BASE * 2 ** message["start"]))\n',
+         "    wait = PUT_BACK_BASE\n")],
+        hint="Look at how long `see_through()` puts an operation back for: does the wait "
+             "grow with each start, with jitter?",
+        stops_at=("python3 ex09_charge_worker.py outage",)),
+
+    Mistake("ex09_charge_worker.py", "Ctrl-C marks an in-flight payment dead", [
+        ("    except Exception as error:      # a bug, for a person.",
+         "    except BaseException as error:      # a bug, for a person.")],
+        hint="Look at what `see_through()` catches: should a Ctrl-C, or a deploy's "
+             "SIGTERM, end a payment that may have been charged?",
+        stops_at=("test_ex09_a_worker_stopped_mid_call_leaves_the_operation_to_its_lease",)),
+
+    Mistake("ex09_charge_worker.py", "an amount checked against its top only", [
+        ("    if type(amount) is not int or not 0 < amount <= MAX_CENTS:\n",
+         "    if amount > MAX_CENTS:\n")],
+        hint="Look at how `admit()` checks `amount_cents`: what does it do with a "
+             "negative amount, or one that is not whole cents?",
+        stops_at=("test_ex09_an_amount_out_of_bounds_is_refused_at_admission",)),
 
     Mistake("ex09_charge_worker.py", "finish without the fencing token", [
         ("\" WHERE id = ? AND state = 'running' AND starts = ?\",\n"
@@ -378,16 +411,17 @@ MISTAKES = [
     # No transcript and no earlier test shows it.
     Mistake("ex09_charge_worker.py", "admission counts, then inserts, in two statements", [
         ('    db.execute("""\n'
-         '        INSERT INTO work (id, tenant, inputs, state)\n'
-         "        SELECT ?, ?, ?, 'waiting'\n"
+         '        INSERT INTO work (id, tenant, inputs, state, expires_at)\n'
+         "        SELECT ?, ?, ?, 'waiting', ?\n"
          "        WHERE (SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting') < ?\n"
          '        ON CONFLICT (id) DO NOTHING\n'
-         '    """, (op_id, tenant, json.dumps(inputs), tenant, MAX_WAITING))\n',
+         '    """, (op_id, tenant, json.dumps(inputs), clock() + EXPIRE_SECONDS, tenant, MAX_WAITING))\n',
          "    (waiting,) = db.execute(\"SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting'\",\n"
          '                            (tenant,)).fetchone()\n'
          '    if waiting < MAX_WAITING:\n'
-         "        db.execute(\"INSERT INTO work (id, tenant, inputs, state) VALUES (?, ?, ?, 'waiting')\"\n"
-         '                   " ON CONFLICT (id) DO NOTHING", (op_id, tenant, json.dumps(inputs)))\n')],
+         "        db.execute(\"INSERT INTO work (id, tenant, inputs, state, expires_at)\"\n"
+         "                   \" VALUES (?, ?, ?, 'waiting', ?) ON CONFLICT (id) DO NOTHING\",\n"
+         '                   (op_id, tenant, json.dumps(inputs), clock() + EXPIRE_SECONDS))\n')],
         hint="Look at how `admit()` counts the waiting operations and adds one: can two "
              "requests both see the last free slot?",
         stops_at=("test_ex09_two_requests_cannot_both_take_the_last_waiting_slot",)),

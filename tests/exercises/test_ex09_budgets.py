@@ -18,12 +18,12 @@ from tests.helpers import O7, Clock, FlakyProvider, TopOfRange, set_constant
 pytestmark = pytest.mark.exercise("ex09_charge_worker.py")
 
 
-def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(ex09):
+def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(practice):
     """A request that fails every time asks for a retry: one is allowed for
     every ten requests, spread evenly (at the 10th, the 20th, ...), never
     ten at first and none after; the window forgets what is older."""
     clock = Clock()
-    budget = ex09.RetryBudget(clock)
+    budget = practice.RetryBudget(clock)
     allowed = []
     for number in range(1, 101):
         budget.request()
@@ -41,13 +41,14 @@ def test_ex09_the_retry_budget_caps_retries_at_a_tenth_of_requests(ex09):
 
 def test_ex09_the_provider_binds_a_key_to_its_inputs_not_to_a_timeout(ex09, practice):
     """The same key and inputs give the same charge whatever time each call
-    had left; the same key with other inputs is refused."""
+    had left; the same key with other inputs is refused, and that refusal is
+    an answer: Declined, nothing charged."""
     provider = practice.Provider(Clock())
-    first = provider.charge(idempotency_key="North/O7", timeout=30, **O7)
-    assert provider.charge(idempotency_key="North/O7", timeout=12.5, **O7) == first
-    with pytest.raises(ex09.Conflict):
-        provider.charge(idempotency_key="North/O7", timeout=30, **dict(O7, amount_cents=6000))
-    assert list(provider.charges) == [first] and provider.calls == 3
+    first = provider.create(idempotency_key="North/O7", timeout=30, **O7)
+    assert provider.create(idempotency_key="North/O7", timeout=12.5, **O7) == first
+    with pytest.raises(ex09.Declined):
+        provider.create(idempotency_key="North/O7", timeout=30, **dict(O7, amount_cents=6000))
+    assert list(provider.charges) == [first] and provider.calls == 3 and provider.paid() == []
 
 
 class SlowFlakyProvider:
@@ -74,78 +75,89 @@ def test_ex09_each_call_gets_the_time_left_before_the_deadline(ex09, practice):
     clock = practice.Clock()
     provider = SlowFlakyProvider(ex09, clock, seconds=2, failures=2)
     deadline = clock() + 30
-    assert ex09.deliver(ex09.open_db(":memory:"), provider, message, sleep=clock.advance,
+    assert ex09.deliver(ex09.open_db(":memory:"), provider, message, [], sleep=clock.advance,
                         rng=top, clock=clock, deadline=deadline) == "charge-North/O7"
     assert [when + timeout for when, timeout in provider.seen] == [deadline] * 3
     assert [timeout for _, timeout in provider.seen] == pytest.approx([30, 27.8, 25.4])
     clock = practice.Clock()
     provider = SlowFlakyProvider(ex09, clock, seconds=10, failures=99)
-    with pytest.raises(ex09.Parked, match="no time left before the deadline"):
-        ex09.deliver(ex09.open_db(":memory:"), provider, message, sleep=clock.advance,
-                     rng=top, clock=clock, deadline=30)
+    dead = []
+    assert ex09.deliver(ex09.open_db(":memory:"), provider, message, dead, sleep=clock.advance,
+                        rng=top, clock=clock, deadline=30) is None
+    assert isinstance(dead[0]["error"], ex09.Retryable)
     assert [timeout for _, timeout in provider.seen] == pytest.approx([30, 19.8, 9.4])
     assert clock() == pytest.approx(30)                  # over by the deadline
 
 
 def test_ex09_a_stalled_provider_costs_the_deadline_not_the_stall(ex09, practice):
-    """A provider that charges but answers only after 600 s: the call is cut
-    off at the deadline as a Retryable failure, the operation is parked with
-    its charge unknown, and the slot is free; a later delivery with the same
-    key finds the charge instead of making another."""
+    """A provider that pays but answers only after 600 s: the call is cut
+    off at the deadline as a Retryable failure, the operation is put back
+    with its charge unknown, and the slot is free. Meanwhile the provider
+    answers another request with the same key "in progress"; once it has
+    answered, a later start confirms the same charge, and nothing more is
+    paid."""
     clock = practice.Clock()
     db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     ex09.admit(db, "North", "O9", dict(O7, invoice=9))
     assert ex09.work_one(db, practice.Stalled(provider, 600), "North",
                          clock=clock) == "North/O9"
     assert clock() == ex09.DEADLINE_SECONDS < ex09.LEASE_SECONDS    # given up within its lease
-    assert ex09.status(db, "North", "O9") == ("dead", "unknown")
-    assert list(provider.charges) == ["C1"]              # the provider did charge
-    again = {"id": "North/O9", "inputs": dict(O7, invoice=9)}
-    assert ex09.deliver(db, provider, again, clock=clock) == "C1"
-    assert list(provider.charges) == ["C1"]
+    assert ex09.status(db, "North", "O9") == ("waiting", "unknown")
+    assert provider.paid() == ["C1"]                     # the provider did pay
+    again = {"id": "North/O9", "inputs": dict(O7, invoice=9), "start": 2}
+    dead = []
+    assert ex09.deliver(db, ex09.CreateThenConfirm(db, provider, clock), again, dead,
+                        clock=clock, attempts=1) is None
+    assert "in progress" in str(dead[0]["error"])       # a 409: try again later
+    clock.now = 601
+    assert ex09.deliver(db, ex09.CreateThenConfirm(db, provider, clock), again, [],
+                        clock=clock) == "C1"
+    assert provider.paid() == ["C1"]
 
 
 def test_ex09_a_spent_retry_budget_puts_a_healthy_message_back_for_later(ex09, practice):
     """With the retry budget spent, a delivery that fails is not tried again
-    now: one call, no wait, and RetryLater, not Parked. The worker puts the
-    operation back to wait, with the reason, and starts it again after
-    PUT_BACK_SECONDS; the dead letters stay for poison and for a person.
-    A budget keeps no count but its own: a new one has seen no requests,
-    and allows its first retry only after ten."""
+    now: one call, no wait, and RetryLater, not a dead letter. The worker
+    puts the operation back to wait, with the reason, and starts it again
+    later, with its key. A budget keeps no count but its own: a new one has
+    seen no calls, and allows its first retry only after ten."""
     clock, db = Clock(), ex09.open_db(":memory:")
-    budget = ex09.RetryBudget(clock)
+    budget = practice.RetryBudget(clock)
     down = FlakyProvider(ex09, failures=99)
     message = {"id": "North/O7", "inputs": O7}
     with pytest.raises(ex09.RetryLater, match="503 Service Unavailable"):
-        ex09.deliver(db, down, message, budget=budget, clock=clock,
+        ex09.deliver(db, down, message, [], budget=budget, clock=clock,
                      sleep=lambda s: pytest.fail("slept"))
     assert down.calls == 1
     ex09.admit(db, "North", "O8", dict(O7, invoice=8))
     with pytest.raises(ex09.RetryLater):
-        ex09.work_one(db, practice.Outage(), "North", clock=clock, budget=ex09.RetryBudget(clock))
-    assert ex09.status(db, "North", "O8") == ("waiting", "unknown")
+        ex09.work_one(db, practice.Outage(), "North", clock=clock, budget=practice.RetryBudget(clock))
+    assert ex09.status(db, "North", "O8") == ("waiting", "none")   # the create failed
     (reason,) = db.execute("SELECT last_error FROM work").fetchone()
     assert "retry budget is spent" in reason
-    assert ex09.start_next(db, "North", clock) is None   # not again at once...
-    clock.now += ex09.PUT_BACK_SECONDS
+    ex09.start_next(db, "North", clock)                  # not again at once (a new start
+    assert ex09.status(db, "North", "O8")[0] == "waiting"   # would say running)...
+    clock.now += ex09.PUT_BACK_CAP
     assert ex09.work_one(db, practice.Provider(clock), "North", clock=clock) == "North/O8"
     assert ex09.status(db, "North", "O8") == ("done", "C1")   # ...but later, with its key
-    for _ in range(8):
-        budget.request()
-    assert not budget.allow_retry()                      # 9 requests: no retry yet
-    budget.request()
-    assert budget.allow_retry() and not ex09.RetryBudget(clock).allow_retry()
+    fresh = practice.RetryBudget(clock)
+    assert not fresh.allow_retry()                       # no calls: no retry
+    for _ in range(9):
+        fresh.request()
+    assert not fresh.allow_retry()                       # 9 calls: no retry yet
+    fresh.request()
+    assert fresh.allow_retry()
 
 
 def test_ex09_the_budget_command_prints_the_ratio_it_has(folder):
     """Study Drill 2: with RETRY_RATIO = 0.5, `budget` says so, and keeps the
-    retries to half of the 100 requests."""
+    retries to half of the calls."""
     set_constant(folder / "ex09_charge_worker.py", "RETRY_RATIO", 0.5)
     status, output = sandbox.run("python3 ex09_charge_worker.py budget", folder)
     assert status == 0, output
-    (retries,) = re.findall(r"(?m)^with a 50% retry budget: \d+ calls to the provider, (\d+)",
-                            output)
-    assert 10 < int(retries) <= 50, output
+    [(calls, retries)] = re.findall(
+        r"(?m)^with a 50% retry budget: (\d+) calls to the provider, (\d+)", output)
+    assert 10 < int(retries) <= int(calls) / 2, output
 
 
 def test_ex09_without_a_deadline_a_stalled_call_holds_the_slot(folder):
@@ -214,13 +226,13 @@ def test_ex09_two_requests_cannot_both_take_the_last_waiting_slot(ex09, tmp_path
     path = tmp_path / "shared.db"
     first = ex09.open_db(path)
     for number in range(ex09.MAX_WAITING - 1):
-        ex09.admit(first, "North", f"N{number}", {})
+        ex09.admit(first, "North", f"N{number}", dict(O7, invoice=number))
     barrier, outcomes = threading.Barrier(2), []
 
     def request(client_id):
         db = Lockstep(ex09.open_db(path), barrier)
         try:
-            outcomes.append(ex09.admit(db, "North", client_id, {})[0])
+            outcomes.append(ex09.admit(db, "North", client_id, dict(O7, invoice=client_id))[0])
         except ex09.Refused:
             outcomes.append("refused")
 
@@ -247,9 +259,10 @@ def test_ex09_a_spent_budget_refuses_sends_nothing_and_parks_nothing(ex09, pract
                                                amount_cents=half))
     assert ex09.work_one(db, provider, "North", clock=clock) == "North/B1"
     assert ex09.work_one(db, provider, "South", clock=clock) == "South/B2"
+    calls = provider.calls
     with pytest.raises(ex09.OverBudget, match=r"(?i)an hour.*nothing was sent"):
         ex09.work_one(db, provider, "North", clock=clock)
-    assert provider.calls == 2
+    assert provider.calls == calls and len(provider.paid()) == 2
     assert db.execute("SELECT state FROM work WHERE state = 'dead'").fetchall() == []
     assert ex09.status(db, "North", "B3") == ("waiting", "none")
     clock.now += 3600
@@ -271,7 +284,7 @@ def test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker(ex09, practice)
         with pytest.raises(ex09.OverBudget):
             ex09.work_one(db, provider, "North", clock=clock)
         assert ex09.status(db, "North", "B1") == ("waiting", "none")
-        clock.now += ex09.PUT_BACK_SECONDS
+        (clock.now,) = db.execute("SELECT not_before FROM work").fetchone()   # due again
     assert db.execute("SELECT sum(cents) FROM spend").fetchone() == (
         ex09.MAX_CENTS_PER_HOUR - 50,)
     clock.now = 14 * 3600
@@ -283,31 +296,33 @@ def test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker(ex09, practice)
 
 
 class StallPastTheLease:
-    """The provider as W1 sees it: it charges, and before its answer reaches
-    W1, the lease runs out and W2 starts the operation again and finishes it."""
+    """The provider as W1 sees it: it pays, and before its answer reaches W1,
+    the lease runs out and W2 starts the operation again and finishes it."""
 
     def __init__(self, ex09, db, provider, clock):
         self.ex09, self.db, self.provider, self.clock = ex09, db, provider, clock
 
-    def charge(self, **request):
-        charge = self.provider.charge(**request)
+    def __getattr__(self, name):
+        return getattr(self.provider, name)
+
+    def confirm(self, *args, **kwargs):
+        charge = self.provider.confirm(*args, **kwargs)
         self.clock.now += self.ex09.LEASE_SECONDS + 1
         assert self.ex09.work_one(self.db, self.provider, "North", clock=self.clock)
         return charge
 
 
 def test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts(ex09, practice):
-    """Money is counted once per operation, when it is first written down
-    before any call: W1 stalls past its lease, W2 starts the operation
-    again and gets the same charge back from the provider, and the hour's
-    budget holds the amount once, not once per start. An operation that
-    ends before any call (put back over budget, or cancelled) spends nothing."""
+    """Money is counted once per operation in each hour in which it may be
+    paid, as its start passes the gate: W1 stalls past its lease, W2 starts
+    the operation again in the same hour and confirms the same charge, and
+    the hour's budget holds the amount once, not once per start."""
     clock = Clock(now=12 * 3600)
     db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
     ex09.admit(db, "North", "O7", O7)
     assert ex09.work_one(db, StallPastTheLease(ex09, db, provider, clock), "North",
                          clock=clock) == "North/O7"
-    assert (provider.calls, list(provider.charges)) == (2, ["C1"])
+    assert (list(provider.charges), provider.paid()) == (["C1"], ["C1"])
     assert ex09.status(db, "North", "O7") == ("done", "C1")
     assert db.execute("SELECT sum(cents) FROM spend").fetchone() == (O7["amount_cents"],)
 
@@ -318,7 +333,7 @@ def test_ex09_the_spend_budget_is_shared_by_every_tenant(folder):
     set_constant(folder / "ex09_charge_worker.py", "MAX_CENTS_PER_HOUR", 20000)
     status, output = sandbox.run("python3 ex09_charge_worker.py spend", folder)
     assert status == 0, output
-    assert "provider: new charge C1, key North/B1" in output, output
+    assert "provider: new charge C1, $200.00, key North/B1" in output, output
     assert re.search(r"W2 runs South/B2 \(\$200\.00\)\n +refused: ", output), output
     assert "key South/B2" not in output, output
 

@@ -54,7 +54,7 @@ EXERCISES = (
     _exercise(8, "idempotency"),
     Exercise("ex09_charge_worker.py",
              ("tests/exercises/test_ex09.py", "tests/exercises/test_ex09_admission.py",
-              "tests/exercises/test_ex09_budgets.py"),
+              "tests/exercises/test_ex09_budgets.py", "tests/exercises/test_ex09_payments.py"),
              given=("ex09_practice_given.py",)),
     Exercise("herd.py", optional=True),
     Exercise("capstone/tinyq.py", ("tests/capstone/test_tinyq.py", "tests/capstone/test_chaos.py")),

@@ -9,16 +9,19 @@ So a step runs ex09 up to the next line: the line shown is done at once,
 and the next one waits, unseen, for the next step. The state (the
 provider's charges, the operations, the dead letters) is ex09's own.
 
-O7Story(blind=True) trusts the provider's keys for 48 hours instead of
-ex09's 23, the chapter's Break It: each story runs a copy of ex09 of its
-own (course.fresh), whose KEY_TRUSTED_SECONDS it sets as a reader edits it,
-and a copy of the given file that drives that copy.
+O7Story(one_request=True) is the chapter's Break It: the worker's create
+becomes a request that creates the charge and pays it at once, so nothing
+is stored before the money moves. The story's provider answers create as
+charge, which is what the reader's edit (`self.provider.create(` to
+`self.provider.charge(`) makes the worker ask for. Each story runs a copy
+of ex09 of its own (course.fresh), and a copy of the given file that
+drives that copy.
 
 Time is virtual (the given file's Clock): nothing sleeps and nothing reads
 the wall clock, so it runs the same in the browser (Pyodide).
 
 Run it in a terminal, from the course's folder:
-    python3 -m tools.sims o7 [--blind]
+    python3 -m tools.sims o7 [--one-request]
 Or drive it from Python:
     story = O7Story(); story.next(); story.state()
 """
@@ -28,39 +31,38 @@ import io
 from tools import course
 from ..engine import Engine, action, check, program
 
-BLIND_TRUST_SECONDS = 48 * 3600          # the chapter's Break It
-
-
 class O7Story(Engine):
     """Operation O7 (North, invoice 7, $50.00) and a later O8: a crash after
-    the provider's commit, a redelivery with the same key, a changed amount
-    refused, and O8 back 26 hours later, past the provider's key window,
-    reconciled (or, blind, charged again)."""
+    the provider's commit, a redelivery that confirms the stored charge, a
+    changed amount refused, and O8 back 26 hours later, past the provider's
+    key window, settled by its stored charge (or, paid in one request,
+    charged again)."""
     TASKS = {
-        "reconcile": "see a redelivery after the key window reconciled, not charged again",
-        "blind": "trust the key past its window and see a second charge",
+        "stored": "see a redelivery past the key window settled by the stored charge",
+        "twice": "pay in one request, and see the late redelivery charge a second time",
     }
-    SETTINGS = {"blind": (bool,)}
+    SETTINGS = {"one_request": (bool,)}
 
-    def __init__(self, blind=False):
+    def __init__(self, one_request=False):
         super().__init__()
         self.db = self.story = None
-        self.reset(blind)
+        self.reset(one_request)
 
     @action
-    def reset(self, blind=None):
-        """Back to before 12:00; blind, if given, says whether the worker
-        trusts keys past the provider's window. What was earned stays."""
-        if blind is not None:
-            self.blind = check("blind", blind, self.SETTINGS["blind"])
+    def reset(self, one_request=None):
+        """Back to before 12:00; one_request, if given, says whether the
+        worker pays in one request. What was earned stays."""
+        if one_request is not None:
+            self.one_request = check("one_request", one_request,
+                                     self.SETTINGS["one_request"])
         self.close()
         self.ex09 = course.fresh("ex09_charge_worker.py")
-        if self.blind:
-            self.ex09.KEY_TRUSTED_SECONDS = BLIND_TRUST_SECONDS
         practice = course.fresh("ex09_practice_given.py", ex09_charge_worker=self.ex09)
-        self.clock = practice.Clock()
+        self.practice, self.clock = practice, practice.Clock()
         self.db = self.ex09.open_db(":memory:")
         self.provider = practice.Provider(self.clock, first_charge=9)
+        if self.one_request:
+            self.provider.create = self.provider.charge     # as the Break It asks for
         self.dead_letters = []
         self.story = practice.replay_o7(self.clock, self.db, self.provider, self.dead_letters)
         self.steps = []
@@ -104,26 +106,25 @@ class O7Story(Engine):
 
     def _earn(self, just_charged):
         """Earn a task when this step recorded an operation past the
-        provider's key window: charged once (reconciled) or twice (blind)."""
-        charges = list(self.provider.charges.values())
+        provider's key window: paid once (by its stored charge) or twice."""
         started = self._charged()
         for op_id in just_charged:
-            if self.clock() - started[op_id] > self.ex09.KEY_WINDOW_SECONDS:
-                self.earned.add("reconcile" if charges.count(op_id) == 1 else "blind")
+            if self.clock() - started[op_id] > self.practice.KEY_WINDOW_SECONDS:
+                paid = [self.provider.charges[charge]["key"] for charge in self.provider.paid()]
+                self.earned.add("stored" if paid.count(op_id) == 1 else "twice")
 
     def state(self):
         operations = self.db.execute(
             "SELECT id, input_digest, state, charge_id FROM operations ORDER BY id").fetchall()
         return {
-            "blind": self.blind,
-            "key_window_hours": self.ex09.KEY_WINDOW_SECONDS / 3600,
-            "key_trusted_hours": self.ex09.KEY_TRUSTED_SECONDS / 3600,
+            "one_request": self.one_request,
+            "key_window_hours": self.practice.KEY_WINDOW_SECONDS / 3600,
             "time": self.steps[-1]["time"] if self.steps else "",
             "steps": [dict(step, provider=list(step["provider"])) for step in self.steps],
             "finished": self.finished(),
             "provider": {"calls": self.provider.calls,
-                         "charges": [{"id": charge, "reference": reference}
-                                     for charge, reference in self.provider.charges.items()]},
+                         "charges": [dict(charge, id=charge_id) for charge_id, charge
+                                     in self.provider.charges.items()]},
             "operations": [{"id": op_id, "digest": digest[:12], "state": state,
                             "charge_id": charge_id}
                            for op_id, digest, state, charge_id in operations],
@@ -144,7 +145,7 @@ def print_o7(story):
 
 
 main = program(O7Story, "Chapter 10's O7, step by step.", print_o7,
-               blind="trust the provider's keys for 48 h")
+               one_request="pay in one request, as the Break It does")
 
 
 if __name__ == "__main__":

@@ -25,25 +25,26 @@ def test_the_o7_story_step_by_step():
     assert [step["time"] for step in steps] == [
         "day 1 12:00", "day 1 12:01", "day 1 12:02", "day 1 12:02", "", "day 1 12:05",
         "day 1 12:05", "day 1 12:10", "day 1 12:11", "day 2 14:00", "day 2 14:00", ""]
-    assert steps[0]["text"] == ("W1 takes North/O7 (invoice 7, $50.00) and calls the provider, "
-                                "key North/O7")
-    assert steps[0]["provider"] == ["provider: new charge C9, key North/O7"]
-    assert steps[1]["text"] == ("W1 crashes before it records the charge or acknowledges "
+    assert steps[0]["text"] == ("W1 takes North/O7 (invoice 7, $50.00): creates a charge, "
+                                "stores its id, confirms it")
+    assert steps[0]["provider"] == ["provider: new charge C9, $50.00, key North/O7",
+                                    "provider: C9 paid"]
+    assert steps[1]["text"] == ("W1 crashes before it records the payment or acknowledges "
                                 "North/O7")
-    assert steps[2]["provider"] == ["provider: key North/O7 again, same inputs: C9 again"]
-    assert steps[4]["text"] == "the provider saw 2 calls and made 1 charge"
+    assert steps[2]["provider"] == ["provider: key North/O7/confirm again: the same answer, C9"]
+    assert steps[4]["text"] == "the provider saw 3 calls and made 1 charge"
     assert steps[5]["provider"] == []                     # the changed amount: no call
     assert steps[6]["text"] == "W2 refuses it (Conflict) and parks it: 1 dead letter"
-    assert steps[9]["provider"] == ["provider: charges with reference North/O8: C10"]
+    assert steps[9]["provider"] == ["provider: C10 was paid already: nothing more"]
     assert steps[11]["text"] == "the provider made 2 charges for 2 operations"
-    assert state["provider"] == {"calls": 3,
-                                 "charges": [{"id": "C9", "reference": "North/O7"},
-                                             {"id": "C10", "reference": "North/O8"}]}
+    assert [(charge["id"], charge["key"], charge["state"])
+            for charge in state["provider"]["charges"]] == [
+        ("C9", "North/O7", "paid"), ("C10", "North/O8", "paid")]
     assert [(op["id"], op["state"], op["charge_id"]) for op in state["operations"]] == [
         ("North/O7", "charged", "C9"), ("North/O8", "charged", "C10")]
     assert state["dead_letters"] == [{"id": "North/O7", "inputs": {
-        "tenant": "North", "invoice": 7, "amount_cents": 6000}}]
-    assert tasks(state) == {"reconcile": True, "blind": False}
+        "tenant": "North", "invoice": 7, "amount_cents": 6000, "currency": "usd"}}]
+    assert tasks(state) == {"stored": True, "twice": False}
 
 
 def story_lines(state):
@@ -55,23 +56,27 @@ def story_lines(state):
     return lines
 
 
-@pytest.mark.parametrize("blind", [False, True])
-def test_the_o7_story_is_ex09s_own(blind):
+@pytest.mark.parametrize("one_request", [False, True])
+def test_the_o7_story_is_ex09s_own(one_request, tmp_path):
     """Step by step, the simulation tells what `python3 ex09_charge_worker.py
-    o7` prints, line for line (blind: with ex09's Break It made)."""
-    ex09 = course.fresh("ex09_charge_worker.py")
-    if blind:
-        ex09.KEY_TRUSTED_SECONDS = 48 * 3600
+    o7` prints, line for line (one_request: with ex09's Break It made, the
+    reader's edit itself, in a copy)."""
+    source = (course.CODE / "ex09_charge_worker.py").read_text()
+    if one_request:
+        assert source.count("self.provider.create(") == 1
+        source = source.replace("self.provider.create(", "self.provider.charge(")
+    (tmp_path / "ex09_charge_worker.py").write_text(source)
+    ex09 = course.load(tmp_path / "ex09_charge_worker.py")
     practice = course.fresh("ex09_practice_given.py", ex09_charge_worker=ex09)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         practice.print_o7()
-    assert story_lines(play_story(blind=blind)) == printed.getvalue().splitlines()
+    assert story_lines(play_story(one_request=one_request)) == printed.getvalue().splitlines()
 
 
 def test_the_o7_story_earns_its_tasks_on_the_late_redelivery():
-    for blind, task in [(False, "reconcile"), (True, "blind")]:
-        story = O7Story(blind=blind)
+    for one_request, task in [(False, "stored"), (True, "twice")]:
+        story = O7Story(one_request=one_request)
         for _ in range(9):
             story.next()
         assert not any(tasks(story.state()).values())
@@ -80,18 +85,16 @@ def test_the_o7_story_earns_its_tasks_on_the_late_redelivery():
         story.close()
 
 
-def test_the_blind_worker_charges_o8_a_second_time():
-    ex09 = course.module("ex09_charge_worker.py")
-    trusted = ex09.KEY_TRUSTED_SECONDS
-    state = play_story(blind=True)
-    assert ex09.KEY_TRUSTED_SECONDS == trusted            # the story's copy changed, not ex09
+def test_paying_in_one_request_charges_o8_a_second_time():
+    state = play_story(one_request=True)
     late = state["steps"][9]
     assert late["text"].startswith("North/O8 is delivered again, 26 hours later")
-    assert late["provider"] == ["provider: new charge C11, key North/O8"]
+    assert late["provider"][:2] == ["provider: new charge C11, $20.00, key North/O8",
+                                    "provider: C11 paid"]
     assert state["steps"][11]["text"] == "the provider made 3 charges for 2 operations"
-    assert [charge["reference"] for charge in state["provider"]["charges"]] == [
-        "North/O7", "North/O8", "North/O8"]
-    assert state["key_trusted_hours"] == 48 and tasks(state) == {"reconcile": False, "blind": True}
+    assert [charge["key"] for charge in state["provider"]["charges"]
+            if charge["state"] == "paid"] == ["North/O7", "North/O8", "North/O8"]
+    assert state["one_request"] and tasks(state) == {"stored": False, "twice": True}
 
 
 def test_the_o7_story_ends_and_starts_again_keeping_what_was_earned():
@@ -99,26 +102,26 @@ def test_the_o7_story_ends_and_starts_again_keeping_what_was_earned():
     while story.next() is None:
         pass
     assert story.next() == "the story is over: reset to see it again"
-    story.reset(blind=True)
+    story.reset(one_request=True)
     state = story.state()
-    assert state["steps"] == [] and state["blind"] and tasks(state)["reconcile"]
+    assert state["steps"] == [] and state["one_request"] and tasks(state)["stored"]
     with pytest.raises(ValueError):
-        story.reset(blind="yes")
+        story.reset(one_request="yes")
     story.close()
 
 
 def test_api_round_trip_for_the_o7_story(instances):
-    assert ask("o7", "s1", "new", {"blind": True})["state"]["blind"] is True
+    assert ask("o7", "s1", "new", {"one_request": True})["state"]["one_request"] is True
     answer = ask("o7", "s1", "next")
     assert answer["result"] is None and answer["state"]["steps"][0]["time"] == "day 1 12:00"
-    assert ask("o7", "s1", "reset", {"blind": False})["state"]["steps"] == []
+    assert ask("o7", "s1", "reset", {"one_request": False})["state"]["steps"] == []
     assert not ask("o7", "s1", "close_story")["ok"]
 
 
 def test_the_o7_program_prints_the_story():
-    story = run_program("o7", "--blind").splitlines()
-    assert story[0] == ("day 1 12:00  W1 takes North/O7 (invoice 7, $50.00) and calls the "
-                        "provider, key North/O7")
-    assert story[1] == "             provider: new charge C9, key North/O7"
-    assert story[-3] == "             provider: new charge C11, key North/O8"
+    story = run_program("o7", "--one-request").splitlines()
+    assert story[0] == ("day 1 12:00  W1 takes North/O7 (invoice 7, $50.00): creates a "
+                        "charge, stores its id, confirms it")
+    assert story[1] == "             provider: new charge C9, $50.00, key North/O7"
+    assert "             provider: new charge C11, $20.00, key North/O8" in story
     assert story[-1] == "             the provider made 3 charges for 2 operations"

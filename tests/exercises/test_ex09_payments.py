@@ -1,0 +1,255 @@
+"""Exercise 9 under a payments review (issue 46): what a payments engineer
+attacks in a charge worker. The point of no return is fenced: a cancel
+confirmed, or a start that lost its lease, never ends in a charge. A
+healthy payment never waits for a person. Every operation ends. Budgets
+bound what they say. A provider's no is an answer. And the source
+document's interface: deliver() keeps its dead letters, process() writes
+nothing but its record before the call.
+
+Each test runs the file from the folder under test (code/, or a learner's
+WORK) in a fresh copy, and is graded for it.
+"""
+
+import collections
+import contextlib
+import sqlite3
+
+import pytest
+
+from tests.helpers import O7, Clock, FlakyProvider
+
+pytestmark = pytest.mark.exercise("ex09_charge_worker.py")
+
+
+class CancelLands:
+    """A worker's database on which a client's cancel() lands before its
+    statement numbered `after` (from 0), as soon as another connection could:
+    the first moment this worker holds no lock that keeps the cancel from
+    committing (until then a real client would wait). The answer is kept."""
+
+    def __init__(self, ex09, db, path, after, client_id):
+        self.ex09, self.db, self.after, self.client_id = ex09, db, after, client_id
+        self.client = ex09.open_db(path)
+        self.client.execute("PRAGMA busy_timeout = 0")  # locked: try after the next one
+        self.statements, self.answer = 0, None
+
+    def execute(self, sql, params=()):
+        if self.answer is None and self.statements >= self.after and not self.db.in_transaction:
+            try:
+                self.answer = self.ex09.cancel(self.client, "North", self.client_id)
+            except sqlite3.OperationalError:             # locked: before the next statement
+                pass
+        self.statements += 1
+        return self.db.execute(sql, params)
+
+
+def test_ex09_a_cancel_confirmed_is_never_charged(ex09, practice, tmp_path):
+    """A client cancels while a worker starts the operation, between any two
+    of its statements. Whatever the answer, it is the truth: told that the
+    operation was stopped (or asked to stop before the call), the client is
+    never charged; told that it has called the provider, the client is
+    charged once."""
+    answers = {}
+    for after in range(12):
+        path = tmp_path / f"cancel{after}.db"
+        clock, db = Clock(), ex09.open_db(path)
+        provider = practice.Provider(clock)
+        ex09.admit(db, "North", "P3", O7)
+        message = ex09.start_next(db, "North", clock)
+        lands = CancelLands(ex09, db, path, after, "P3")
+        ex09.see_through(lands, provider, message, clock)
+        answer = lands.answer or ex09.cancel(lands.client, "North", "P3")
+        charged = len(provider.paid())
+        state, charge = ex09.status(db, "North", "P3")
+        stopped = answer.startswith("North/P3 cancelled:") or "asked to stop" in answer
+        if stopped:
+            assert (charged, state, charge) == (0, "cancelled", "none"), (after, answer)
+        else:
+            assert "cannot be cancelled now" in answer and charged == 1, (after, answer)
+        answers[stopped] = after
+    assert set(answers) == {True, False}                 # both kinds of moment were tried
+
+
+def test_ex09_a_start_that_lost_its_lease_records_spends_and_calls_nothing(ex09, practice):
+    """W1 stalls past its lease before it reaches its gate, and W2 starts the
+    operation again. When W1 wakes, its start is not the operation's own any
+    more: while W2 holds it, and again after its client cancels it and is
+    told nothing was charged, W1 writes no record, takes no money from the
+    budget, and calls nobody."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    ex09.admit(db, "North", "P5", O7)
+    w1 = ex09.start_next(db, "North", clock)             # ...and W1 stalls
+    clock.now += ex09.LEASE_SECONDS + 1
+    w2 = ex09.start_next(db, "North", clock)
+    ex09.see_through(db, provider, w1, clock)             # W1 wakes while W2 holds it
+    assert provider.calls == 0 and ex09.status(db, "North", "P5") == ("running", "none")
+    assert "asked to stop" in ex09.cancel(db, "North", "P5")
+    ex09.see_through(db, provider, w2, clock)
+    assert ex09.status(db, "North", "P5") == ("cancelled", "none")
+    ex09.see_through(db, provider, w1, clock)             # W1 wakes again
+    assert provider.calls == 0 and ex09.status(db, "North", "P5") == ("cancelled", "none")
+    assert db.execute("SELECT count(*) FROM operations").fetchone() == (0,)
+    assert db.execute("SELECT sum(cents) FROM spend").fetchone() == (None,)
+
+
+def test_ex09_a_cancel_told_nothing_was_charged_stays_true(ex09, practice):
+    """W0 and W1 both stall past their leases. W2's start takes back both
+    slots and starts the older operation; the younger, P6, waits again, and
+    its client cancels it and hears that nothing was charged. W1 wakes,
+    holding P6's old start: it must not charge."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    ex09.admit(db, "North", "P5", O7)
+    ex09.admit(db, "North", "P6", dict(O7, invoice=6))
+    ex09.start_next(db, "North", clock)                  # W0, which stalls
+    w1 = ex09.start_next(db, "North", clock)             # W1, which stalls too
+    clock.now += ex09.LEASE_SECONDS + 1
+    assert ex09.start_next(db, "North", clock)["id"] == "North/P5"   # W2
+    answer = ex09.cancel(db, "North", "P6")
+    assert "nothing was charged" in answer, answer
+    ex09.see_through(db, provider, w1, clock)             # W1 wakes
+    assert provider.calls == 0 and ex09.status(db, "North", "P6") == ("cancelled", "none")
+
+
+def test_ex09_an_outage_leaves_no_payment_for_a_person(ex09, practice):
+    """The provider is down for ten minutes. An operation that runs out of
+    tries, or of time, is not the operation's fault: it waits, ever longer,
+    and is charged once, with its key, when the provider is back. No
+    healthy payment is dead, for a person."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    outage = practice.Outage()
+    for number in range(3):
+        ex09.admit(db, "North", f"P{number}", dict(O7, invoice=number))
+    waits, starts = [], 0
+    while clock.now < 1000 + 600:                        # ten minutes down
+        before = clock.now
+        if ex09.work_one(db, outage, "North", clock=clock, sleep=clock.advance):
+            starts += 1
+        row = db.execute("SELECT not_before FROM work WHERE not_before > ?"
+                         " ORDER BY not_before LIMIT 1", (clock.now,)).fetchone()
+        clock.now = max(before + 1, row[0] if row else clock.now + 1)
+    assert db.execute("SELECT id, last_error FROM work WHERE state = 'dead'").fetchall() == []
+    assert starts > 3
+    while any(ex09.status(db, "North", f"P{n}")[0] != "done" for n in range(3)):
+        ex09.work_one(db, provider, "North", clock=clock, sleep=clock.advance)
+        clock.now += 60
+        assert clock.now < 1000 + 6 * 3600, "still not charged after six hours"
+    assert len(provider.charges) == 3
+
+
+def test_ex09_put_back_waits_grow_with_full_jitter(ex09, practice):
+    """An operation put back again and again waits longer each time, a wait
+    drawn at random up to a ceiling that doubles (Chapter 6's rule), not
+    the same fixed wait for ever."""
+    clock = Clock()
+    db = ex09.open_db(":memory:")
+    ex09.admit(db, "North", "P1", O7)
+    waits = []
+    for _ in range(6):
+        while (message := ex09.start_next(db, "North", clock)) is None:
+            clock.now += 1
+            assert ex09.status(db, "North", "P1")[0] == "waiting"
+        ex09.see_through(db, practice.Outage(), message, clock, attempts=1)
+        (not_before,) = db.execute("SELECT not_before FROM work").fetchone()
+        waits.append(not_before - clock.now)
+    assert len(set(waits)) == 6, waits                   # drawn, not fixed
+    assert max(waits[3:]) > 2 * max(waits[:2]), waits    # and growing
+
+
+def test_ex09_every_operation_ends(ex09, practice):
+    """An operation has an end, set when it is admitted: one that is still
+    waiting past it is ended, with its reason, and never started again;
+    its status says so."""
+    clock = Clock()
+    db = ex09.open_db(":memory:")
+    ex09.admit(db, "North", "P1", O7, clock=clock)
+    clock.now += ex09.EXPIRE_SECONDS + 1
+    assert ex09.start_next(db, "North", clock) is None
+    ex09.settle(db, practice.Provider(clock), clock)
+    assert ex09.status(db, "North", "P1") == ("expired", "none")
+
+
+def test_ex09_the_retry_budget_counts_calls_that_reach_the_provider(ex09, practice):
+    """Starts refused before any call (the hour's money is spent) are not
+    requests to the provider, and buy no retries: an operation that then
+    meets a provider that is down gets one call, and waits."""
+    clock = Clock(now=13 * 3600 - 30)                   # within the budget's window of 13:00
+    db = ex09.open_db(":memory:")
+    budget = practice.RetryBudget(clock)
+    ex09.spend(db, ex09.MAX_CENTS_PER_HOUR, clock)       # the hour's money is gone
+    for number in range(40):
+        ex09.admit(db, f"T{number}", "B1", dict(O7, tenant=f"T{number}"))
+        with pytest.raises(ex09.OverBudget):
+            ex09.work_one(db, practice.Outage(), f"T{number}", clock=clock, budget=budget)
+    clock.now = 13 * 3600
+    outage = practice.Outage()
+    ex09.admit(db, "North", "R1", O7)
+    with pytest.raises(ex09.RetryLater):
+        ex09.work_one(db, outage, "North", clock=clock, budget=budget, sleep=clock.advance)
+    assert outage.calls == 1
+    assert ex09.status(db, "North", "R1")[0] == "waiting"
+
+
+@pytest.mark.parametrize("amount", [-100000, 0, 12.5, "5000", 10 ** 9])
+def test_ex09_an_amount_out_of_bounds_is_refused_at_admission(ex09, amount):
+    """Admission refuses an amount that is not whole cents, not positive, or
+    above the most one operation may charge: nothing is queued and the
+    spend budget is untouched."""
+    db = ex09.open_db(":memory:")
+    with pytest.raises(ex09.Refused):
+        ex09.admit(db, "North", "M1", dict(O7, amount_cents=amount))
+    assert db.execute("SELECT count(*) FROM work").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM spend").fetchone() == (0,)
+
+
+def test_ex09_the_charge_is_for_the_tenant_who_asks(ex09):
+    """North cannot queue a charge that names South, or no currency."""
+    db = ex09.open_db(":memory:")
+    with pytest.raises(ex09.Refused):
+        ex09.admit(db, "North", "X1", dict(O7, tenant="South"))
+    without_currency = {key: value for key, value in O7.items() if key != "currency"}
+    with pytest.raises(ex09.Refused):
+        ex09.admit(db, "North", "X2", without_currency)
+    assert db.execute("SELECT count(*) FROM work").fetchone() == (0,)
+
+
+def test_ex09_money_moved_in_an_hour_stays_within_the_budget(ex09, practice):
+    """The provider is down from 12:00 to 15:00 while operations pile up.
+    When it is back, the backlog is charged hour by hour: the money the
+    provider moves in any hour is never more than the hour's budget."""
+    clock = Clock(now=12 * 3600)
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    outage = practice.Outage()
+    tenants = [f"T{number}" for number in range(15)]
+    while clock.now < 18 * 3600:
+        if clock.now % 120 == 0 and clock.now < 15 * 3600:
+            for tenant in tenants:
+                with contextlib.suppress(ex09.Refused):
+                    ex09.admit(db, tenant, f"I{int(clock.now)}",
+                               dict(O7, tenant=tenant, invoice=int(clock.now), amount_cents=1000),
+                               clock=clock)
+        for tenant in tenants:
+            with contextlib.suppress(ex09.OverBudget, ex09.RetryLater):
+                ex09.work_one(db, outage if clock.now < 15 * 3600 else provider, tenant,
+                              clock=clock, sleep=lambda s: None)
+        clock.now += 60
+    moved = collections.Counter()
+    for when, cents, _ in provider.payments:
+        moved[int(when // 3600)] += cents
+    assert moved and max(moved.values()) <= ex09.MAX_CENTS_PER_HOUR, moved
+
+
+def test_ex09_a_decline_is_an_answer_not_an_unknown(ex09, practice):
+    """The provider declines the card: nothing was charged, and asking
+    again changes nothing. The operation ends failed, its charge `none`,
+    with the reason; cancel says nothing was charged."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    provider.declining.add("North/D1")
+    ex09.admit(db, "North", "D1", O7)
+    ex09.work_one(db, provider, "North", clock=clock)
+    assert ex09.status(db, "North", "D1") == ("failed", "none")
+    assert "nothing was charged" in ex09.cancel(db, "North", "D1")
+    assert provider.paid() == []
