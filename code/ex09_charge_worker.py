@@ -73,9 +73,8 @@ def write_down(db, op_id, inputs, clock=time.time):
 
 
 def process(db, provider, op_id, inputs, clock=time.time, timeout=None, budget=None):
-    """Charge for operation op_id once. Safe to call again after a crash at
-    any point; returns the provider's charge id. Each call to the provider
-    gets `timeout`, the seconds the operation has left (None: no limit)."""
+    """Charge for operation op_id once, however often a crash makes it run
+    again; return the charge id. A call gets `timeout` (None: no limit)."""
     # 1. Write down what we are about to do, before doing it.
     write_down(db, op_id, inputs, clock)
     state, charge_id, first_digest = db.execute(
@@ -114,29 +113,27 @@ class CreateThenConfirm:
 
     def charge(self, idempotency_key, timeout=None, **inputs):
         op_id, started = idempotency_key, self.clock()
-        if self.stored(op_id) is None:
+        (charge_id,) = self.db.execute("SELECT charge_id FROM operations WHERE id = ?",
+                                       (op_id,)).fetchone()
+        if charge_id is None:
             created = self.provider.create(idempotency_key=op_id, timeout=timeout, **inputs)
-            self.db.execute("UPDATE operations SET charge_id = ? WHERE id = ?"
-                            " AND state = 'started' AND charge_id IS NULL", (created, op_id))
-        charge_id = self.stored(op_id)
-        if charge_id is None:               # the reconciler ended it first
-            raise Declined(f"operation {op_id} was ended before it was paid")
+            stored = self.db.execute(   # ours, or one another start stored first
+                "UPDATE operations SET charge_id = coalesce(charge_id, ?)"
+                " WHERE id = ? AND state = 'started' RETURNING charge_id",
+                (created, op_id)).fetchone()
+            if stored is None:              # the reconciler ended it first
+                raise Declined(f"operation {op_id} was ended before it was paid")
+            (charge_id,) = stored
         left = None if timeout is None else timeout - (self.clock() - started)
         return self.provider.confirm(charge_id, idempotency_key=f"{op_id}/confirm",
                                      timeout=left)
 
-    def stored(self, op_id):
-        (charge_id,) = self.db.execute("SELECT charge_id FROM operations WHERE id = ?",
-                                       (op_id,)).fetchone()
-        return charge_id
-
 
 def deliver(db, provider, message, dead_letters, attempts=5, base=0.2, cap=10.0,
             sleep=time.sleep, rng=random, clock=time.time, deadline=None, budget=None):
-    """Process one message: up to `attempts` tries, each given the time left
-    before `deadline`, with a wait of up to base * 2 ** attempt seconds (not
-    over `cap`) before each retry. Returns the charge id; or, giving up,
-    appends the message to dead_letters, with its `error`, and returns None."""
+    """Process one message: up to `attempts` tries before `deadline`, waiting up
+    to base * 2 ** attempt s (not over `cap`) before each retry. Return the
+    charge id; or, giving up, append the message with its `error` to dead_letters."""
     for attempt in range(attempts):
         time_left = None if deadline is None else deadline - clock()
         try:
@@ -252,8 +249,7 @@ def start_next(db, tenant, clock=time.time):
     """Start the tenant's oldest waiting operation that is due and not past
     its end, if the tenant has a free running slot. Returns its message."""
     now = clock()
-    # A lease that ran out gives back the slot of a worker that died: the
-    # operation waits again, or is dead, for a person, after MAX_LOST.
+    # A dead worker's slot comes back as its lease runs out (after MAX_LOST: dead).
     db.execute("""
         UPDATE work SET lost = lost + 1,
                         state = CASE WHEN lost + 1 >= :max_lost THEN 'dead' ELSE 'waiting' END,
@@ -336,9 +332,8 @@ def go_ahead(db, message, clock=time.time):
                            " AND starts = ?", (op_id, message["start"])).fetchone()
         if asked is None:                       # a later start holds it now
             return False
-        if asked[0] and db.execute("UPDATE work SET state = 'cancelled', last_error ="
-                                   f" 'cancelled by its client' WHERE id = ? AND {NEVER_CALLED}",
-                                   (op_id,)).rowcount:
+        if asked[0]:                            # no record yet, or there could be no cancel
+            finish(db, message, "cancelled", "cancelled by its client")
             return False
         write_down(db, op_id, message["inputs"], clock)
         if db.execute("UPDATE operations SET spent_hour = ? WHERE id = ? AND state = 'started'"
@@ -372,9 +367,8 @@ def work_one(db, provider, tenant, clock=time.time, **retries):
 
 
 def see_through(db, provider, message, clock=time.time, rng=random, **retries):
-    """Take a started operation through the gate, deliver it within its
-    deadline, and end the start with the reason, giving its slot back. What
-    waiting may cure waits, longer each time, and never for a person."""
+    """Take a started operation through the gate and deliver it, then end the
+    start with its reason. What waiting may cure waits, never for a person."""
     wait = rng.uniform(0, min(PUT_BACK_CAP, PUT_BACK_BASE * 2 ** message["start"]))
     try:
         if not go_ahead(db, message, clock):
@@ -401,10 +395,9 @@ def see_through(db, provider, message, clock=time.time, rng=random, **retries):
 
 
 def settle(db, provider, clock=time.time):
-    """The reconciler, run every few minutes: it asks the provider about each
-    charge long unknown that no worker holds, and ends each waiting operation
-    past its end, cancelling its charge first. Returns the age, in seconds,
-    of the oldest charge still unknown (0: none)."""
+    """The reconciler, run every few minutes: ask the provider about each charge
+    long unknown that no worker holds; end each waiting operation past its end,
+    cancelling its charge first. Return the oldest unknown's age in seconds."""
     now = clock()
     for op_id, recorded, charge_id, ended in db.execute("""
         SELECT id, operations.state, charge_id, expires_at <= :now

@@ -1,6 +1,6 @@
 # chaos.py: the chaos monkey. Signs up customers, sets worker processes on
-# their jobs while shop.maybe_crash() kills them at random, restarts every
-# worker that dies (as systemd or Kubernetes would), then audits: every
+# their jobs while shop.maybe_crash() kills them at random, has the given
+# world's supervisor restart every worker that dies, then audits: every
 # customer has exactly one welcome email, paid exactly $5, and holds
 # exactly 10 points, except where a job is dead: that customer waits for a
 # person, and must not have been served twice meanwhile.
@@ -11,8 +11,6 @@
 #           TINYQ_NO_KEYS=1 python3 chaos.py      (Break It)
 
 import argparse
-import multiprocessing
-import multiprocessing.connection
 import os
 import random
 import sqlite3
@@ -20,8 +18,8 @@ import sys
 import time
 
 import shop
+import world_given
 
-TIME_LIMIT_SECONDS = 60          # a run that takes longer than this is stuck
 POLL_SECONDS = 0.05              # the longest an idle worker waits before it looks again
 
 
@@ -37,43 +35,7 @@ def work(seed, chaos):
         queue.wait(POLL_SECONDS)  # jobs waiting for their backoff or a lease
 
 
-def start_worker(seed, chaos):
-    worker = multiprocessing.Process(target=work, args=(seed, chaos))
-    worker.start()
-    return worker
-
-
-def supervise(seed, chaos, workers):
-    """Run the workers, restarting each one that crashes, until all are done.
-    Returns the number of crashes."""
-    running = [start_worker(seed, chaos) for _ in range(workers)]
-    crashes = 0
-    deadline = time.monotonic() + TIME_LIMIT_SECONDS
-    while running:
-        sentinels = [worker.sentinel for worker in running]
-        multiprocessing.connection.wait(sentinels, timeout=deadline - time.monotonic())
-        if time.monotonic() > deadline:
-            give_up(running, f"stuck: jobs still unfinished after {TIME_LIMIT_SECONDS} s")
-        for worker in [worker for worker in running if worker.exitcode is not None]:
-            running.remove(worker)
-            if worker.exitcode == shop.CRASHED:
-                crashes += 1
-                running.append(start_worker(seed, chaos))
-            elif worker.exitcode != 0:      # a bug: its traceback is above
-                give_up(running, f"a worker failed with exit status {worker.exitcode}")
-    return crashes
-
-
-def give_up(running, reason):
-    """Stop every worker and end with exit status 2: no audit, no verdict."""
-    for worker in running:
-        worker.kill()
-    print(reason, file=sys.stderr)
-    sys.exit(2)
-
-
-def counted(number, thing):
-    """1 worker, 3 workers."""
+def counted(number, thing):                  # 1 worker, 3 workers
     return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
@@ -153,8 +115,7 @@ def main():
     parser.add_argument("--workers", type=int, default=3)
     args = parser.parse_args()
     print(f"seed {args.seed}: {counted(args.customers, 'customer')},"
-          f" {counted(args.workers, 'worker')},"
-          f" crash chance {args.chaos}")
+          f" {counted(args.workers, 'worker')}, crash chance {args.chaos}")
 
     queue = start_afresh()
     for number in range(1, args.customers + 1):
@@ -162,7 +123,7 @@ def main():
     queue.close()               # workers open their own connections
 
     started = time.monotonic()
-    crashes = supervise(args.seed, args.chaos, args.workers)
+    crashes = world_given.supervise(work, (args.seed, args.chaos), args.workers, shop.CRASHED)
     elapsed = time.monotonic() - started
 
     queue = shop.open_queue()

@@ -14,6 +14,7 @@ import psycopg
 import chaos
 import shop
 import tinyq_pg
+import world_given
 
 DATABASE = os.environ.get("DATABASE", "")
 
@@ -46,7 +47,7 @@ def start_afresh():
         with psycopg.connect(DATABASE, autocommit=True) as db:
             db.execute("DROP TABLE IF EXISTS jobs, customers")
     except psycopg.Error as error:
-        chaos.give_up([], f"cannot open {DATABASE}: {error}")
+        world_given.give_up([], f"cannot open {DATABASE}: {error}")
     return start_with_files()
 
 

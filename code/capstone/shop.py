@@ -28,7 +28,7 @@ CRASHED = 3                      # the exit status of a worker maybe_crash() kil
 # The shop's own table, and the two statements that write to it.
 CUSTOMERS = """
 CREATE TABLE IF NOT EXISTS customers (
-    id      INTEGER PRIMARY KEY,
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,  -- never an id used before
     email   TEXT NOT NULL UNIQUE,
     points  INTEGER NOT NULL DEFAULT 0
 )"""

@@ -3,14 +3,20 @@
 # provider and a bank, each with an idempotency-key store, in their own
 # SQLite file, behind a bad network: 15% of requests never arrive, and 15%
 # arrive, take effect, and lose their reply on the way back. The shop cannot
-# see which happened. shop.py imports it; chaos.py runs it.
+# see which happened. And the supervisor that restarts the workers the
+# chaos monkey kills, as systemd or Kubernetes would. shop.py imports the
+# world; chaos.py runs its workers under the supervisor.
 #
 # Break It:  TINYQ_NO_KEYS=1 python3 chaos.py     (every key becomes a random one)
 
 import contextlib
+import multiprocessing
+import multiprocessing.connection
 import os
 import random
 import sqlite3
+import sys
+import time
 import uuid
 
 LOST_REQUEST = 0.15              # the request never arrives: nothing happens
@@ -97,3 +103,44 @@ class World:
         yield
         if self.rng.random() < LOST_REPLY:
             raise TimeoutError(f"{service}: the reply never came back")
+
+
+# ---- the supervisor
+
+TIME_LIMIT_SECONDS = 60          # a chaos run that takes longer than this is stuck
+
+
+def supervise(work, args, workers, crashed):
+    """Run `workers` processes of work(*args) until every one has ended,
+    restarting each that exits with the status `crashed` (the monkey's
+    kill). Returns how many crashed. A worker that fails any other way is a
+    bug, and a run past TIME_LIMIT_SECONDS is stuck: either ends the run."""
+    def start():
+        worker = multiprocessing.Process(target=work, args=args)
+        worker.start()
+        return worker
+
+    running = [start() for _ in range(workers)]
+    crashes = 0
+    deadline = time.monotonic() + TIME_LIMIT_SECONDS
+    while running:
+        sentinels = [worker.sentinel for worker in running]
+        multiprocessing.connection.wait(sentinels, timeout=deadline - time.monotonic())
+        if time.monotonic() > deadline:
+            give_up(running, f"stuck: jobs still unfinished after {TIME_LIMIT_SECONDS} s")
+        for worker in [worker for worker in running if worker.exitcode is not None]:
+            running.remove(worker)
+            if worker.exitcode == crashed:
+                crashes += 1
+                running.append(start())
+            elif worker.exitcode != 0:      # a bug: its traceback is above
+                give_up(running, f"a worker failed with exit status {worker.exitcode}")
+    return crashes
+
+
+def give_up(running, reason):
+    """Stop every worker and end with exit status 2: no audit, no verdict."""
+    for worker in running:
+        worker.kill()
+    print(reason, file=sys.stderr)
+    sys.exit(2)

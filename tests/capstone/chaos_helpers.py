@@ -21,13 +21,18 @@ SIDE_BY_SIDE = 8
 
 
 def run_chaos(folder, options, env="", timewarp=TIMEWARP, claims_capped=True,
-              timeout=sandbox.COMMAND_TIMEOUT, server=None):
+              timeout=sandbox.COMMAND_TIMEOUT, server=None, time_limit=None):
     """(exit status, output) of one chaos.py run in a copy of folder. Unless
     told otherwise, it also proves that no job was claimed more than
     MAX_ATTEMPTS times. With a server (a PostgreSQL fixture of
     test_chaos_pg.py), chaos_pg.py runs it with the shop on a new database
-    of its own there."""
+    of its own there. A time_limit replaces the given supervisor's 60 s in
+    the copy (a given file always comes from code/, so only the copy can
+    have another)."""
     with fresh_copy(folder) as copy, contextlib.ExitStack() as stack:
+        if time_limit is not None:
+            sandbox.apply_edit(copy, "capstone/world_given.py", "TIME_LIMIT_SECONDS = 60",
+                               f"TIME_LIMIT_SECONDS = {time_limit}")
         database, program = None, "chaos.py"
         if server:
             database, program = stack.enter_context(new_database(server.address)), "chaos_pg.py"

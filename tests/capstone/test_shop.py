@@ -124,6 +124,38 @@ def test_a_key_reused_with_other_inputs_is_dead_after_one_claim(folder):
         "loyalty_points done 1 None"], output
 
 
+# Ann signs up and leaves before her jobs run; Bob signs up next. A network
+# that loses nothing, so that only the ids and the keys decide.
+ID_AFTER_A_LEAVER = '''
+import shop
+import world_given as world
+
+world.LOST_REQUEST = world.LOST_REPLY = 0
+queue = shop.open_shop()
+shop.signup(queue, "ann@example.com")
+queue.db.execute("DELETE FROM customers")
+bob = shop.signup(queue, "bob@example.com")
+while queue.work_one():
+    pass
+bank = world.World(shop.WORLD_DB).db
+print(bob, [job["status"] for job in queue.jobs()][3:])
+print(bank.execute("SELECT key, customer FROM charges ORDER BY id").fetchall())
+'''
+
+
+def test_a_customer_id_is_never_given_out_twice_so_a_key_names_one_intent(folder):
+    """Study Drill 8: the newest customer's id, deleted, does not go to the
+    next signup (AUTOINCREMENT), so the keys made from it (welcome-1,
+    fee-1) stay Ann's: Bob's email is sent and Bob is charged under keys of
+    his own, instead of being refused and answered with Ann's charge."""
+    (folder / "capstone" / "leaver.py").write_text(ID_AFTER_A_LEAVER)
+    status, output = sandbox.run("python3 leaver.py", folder / "capstone")
+    assert status == 0, output
+    assert output.splitlines() == [
+        "2 ['done', 'done', 'done']",
+        "[('fee-1', 1), ('fee-2', 2)]"], output
+
+
 CRASH_LINE = re.compile(r"^monkey: job (\d+), attempt (\d+): worker killed (.*)$", re.M)
 CRASH_POINTS = {"before the email", "after the email, before the ack", "before the charge",
                 "after the charge, before the ack", "before the points",
