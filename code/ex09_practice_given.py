@@ -9,6 +9,8 @@
 import argparse
 import collections
 import contextlib
+import hashlib
+import hmac
 import io
 import json
 import os
@@ -43,6 +45,7 @@ class Provider:
         self.charges = {}               # charge id -> {"key", "cents", "state"}
         self.payments = []              # (when, cents, charge id): money that moved
         self.declining = set()          # keys whose card is declined
+        self.events = []                # what it tells your webhook: a charge paid or declined
         self.next_charge = first_charge
         self.calls = 0
 
@@ -106,9 +109,11 @@ class Provider:
         charge = self.charges[charge_id]
         if charge["state"] == "waiting" and charge["key"] in self.declining:
             charge["state"] = "declined"
+            self.tell("charge.declined", charge_id)
         if charge["state"] == "waiting":
             charge["state"] = "paid"
             self.payments.append((self.clock(), charge["cents"], charge_id))
+            self.tell("charge.paid", charge_id)
             print(f"{'':13}provider: {charge_id} paid")
         elif charge["state"] == "paid":
             print(f"{'':13}provider: {charge_id} was paid already: nothing more")
@@ -116,6 +121,15 @@ class Provider:
             print(f"{'':13}provider: {charge_id} is {charge['state']}: not paid")
             raise worker.Declined(f"{charge_id} is {charge['state']}")
         return charge_id
+
+    def tell(self, kind, charge_id):
+        """An event for the webhook: its id, its kind, when, and the charge,
+        with the operation whose key created it (Stripe's metadata)."""
+        charge = self.charges[charge_id]
+        self.events.append({"id": f"evt_{len(self.events) + 1}", "type": kind,
+                            "created": self.clock(), "charge": {
+                                "id": charge_id, "operation": charge["key"],
+                                "cents": charge["cents"]}})
 
 
 class RetryBudget:
@@ -141,6 +155,15 @@ class RetryBudget:
             return False
         self.retries.append(now)
         return True
+
+
+def signed(event, secret, when):
+    """A delivery of `event` as the provider posts it, signed as Stripe signs:
+    the body, and a header "t=TIME,v1=SIGNATURE", the signature being an
+    HMAC-SHA256 with the endpoint's secret of TIME, a dot and the body."""
+    body = json.dumps(event).encode()
+    signature = hmac.new(secret, f"{when:.0f}.".encode() + body, hashlib.sha256).hexdigest()
+    return body, f"t={when:.0f},v1={signature}"
 
 
 class WorkerCrashed(Exception):
@@ -438,10 +461,16 @@ def show_deadline():
     worker.work_one(db, stalled, "North", clock=clock)
     print(f"W1 gives its slot back after {clock():g} s")
     print_status(db, "North", ("O9",))
+    clock.advance(30)
+    oldest = worker.settle(db, provider, clock)
+    print(f"after {clock():g} s, the reconciler finds the oldest unknown charge {oldest:g} s"
+          f" old, and waits")
     clock.advance(worker.SETTLE_AFTER_SECONDS)
-    print(f"after {clock():g} s, the reconciler asks the provider about every unknown charge")
-    worker.settle(db, provider, clock)
+    print(f"after {clock():g} s, it asks the provider about every charge unknown for"
+          f" {worker.SETTLE_AFTER_SECONDS} s")
+    oldest = worker.settle(db, provider, clock)
     print_status(db, "North", ("O9",))
+    print(f"unknown charges left: {'none' if oldest == 0 else f'the oldest {oldest:g} s old'}")
 
 
 def show_budget():
@@ -556,6 +585,45 @@ def show_outage():
                   f" {counts['calls in trouble']:3} calls in trouble; {counts['admitted']} admitted,"
                   f" {counts['done']} done, {counts['paid']} paid, {counts['paid twice']} twice,"
                   f" {counts['dead']} dead")
+
+
+def show_webhooks(receive, secret):
+    """Your webhook at work, `receive` taking each delivery (the replay of
+    `python3 ex09_webhooks.py`): events sent twice, out of order, before the
+    worker's own record, forged, and replayed late."""
+    clock = Clock()
+    clock.set(1, 12, 0)
+    db, provider = worker.open_db(":memory:"), Provider(clock)
+    provider.declining.add(worker.operation_id("North", "W2"))
+    for client_id in ("W1", "W2", "W3", "W4"):
+        worker.admit(db, "North", client_id, charge_inputs("North", client_id, 1000), clock)
+
+    def post(event, secret=secret, signed_at=None):
+        body, header = signed(event, secret, clock() if signed_at is None else signed_at)
+        try:
+            answer = receive(db, body, header, clock)
+        except Exception as refusal:                    # the endpoint answers 400
+            answer = f"refused: {refusal}"
+        print(f"{clock.stamp()}  {event['id']} ({event['type']},"
+              f" {event['charge']['operation']}): {answer}")
+
+    with contextlib.redirect_stdout(io.StringIO()):     # the provider's chatter
+        worker.work_one(db, provider, "North", clock=clock)                 # W1: paid
+        worker.work_one(db, provider, "North", clock=clock)                 # W2: declined
+        worker.work_one(db, Stalled(provider, 600), "North", clock=clock)   # W3: paid, unheard
+        worker.work_one(db, Outage(), "North", clock=clock, attempts=1)    # W4: not paid
+    paid, declined, unheard = provider.events
+    print_status(db, "North", ("W1", "W2", "W3", "W4"))
+    post(unheard)
+    post(paid)
+    post(paid)
+    post(declined)
+    post({"id": "evt_9", "type": "charge.paid", "created": clock(),      # forged, for W4
+          "charge": {"id": "C99", "operation": "North/W4", "cents": 1000}},
+         secret=b"not the secret")
+    clock.advance(3600)
+    post(paid, signed_at=paid["created"])
+    print_status(db, "North", ("W1", "W2", "W3", "W4"))
 
 
 def main():

@@ -84,12 +84,13 @@ def new_database(server):
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
-def import_learner_file(path, name):
+def import_learner_file(path, name, beside=()):
     """The Python file at path (a learner's, or code/'s) as a module called
     name. The file is first imported once in a child process with limits
-    (sandbox.import_fails): one that hangs or crashes on import fails the
-    test with the reason instead of stopping the run."""
-    problem = sandbox.import_fails(path)
+    (sandbox.import_fails, with the files `beside` that it imports): one
+    that hangs or crashes on import fails the test with the reason instead
+    of stopping the run."""
+    problem = sandbox.import_fails(path, beside)
     if problem:
         pytest.fail(problem)
     return course.load(path, name)

@@ -46,7 +46,7 @@ WORKERS = {"ex03_memory_queue.py": 3, "ex05_two_workers.py": 3}
 ABOUT = {"ex01_slow_signup.py": 2, "ex02_jobs.py": 2, "ex03_memory_queue.py": 5,
          "ex04_durable_queue.py": 4, "ex05_two_workers.py": 8, "ex06_leases.py": 8,
          "ex07_retries.py": 5, "ex08_idempotency.py": 5, "ex09_charge_worker.py": 7,
-         "herd.py": 1, "capstone/tinyq.py": 8, "capstone/shop.py": 12,
+         "ex09_webhooks.py": 2, "herd.py": 1, "capstone/tinyq.py": 8, "capstone/shop.py": 12,
          "capstone/chaos.py": 12, "capstone/races_pg.py": 3, "capstone/tinyq_pg.py": 50,
          "capstone/chaos_pg.py": 4}
 PASSED, FAILED, SKIPPED = "✔", "✘", "–"

@@ -425,6 +425,33 @@ MISTAKES = [
              "requests both see the last free slot?",
         stops_at=("test_ex09_two_requests_cannot_both_take_the_last_waiting_slot",)),
 
+    # ---- Exercise 9's optional webhooks
+    Mistake("ex09_webhooks.py", "the signature never checked", [
+        ('    if not hmac.compare_digest(expected, fields.get("v1", "")):   # in constant time\n',
+         "    if False:\n")],
+        hint="Look at `verify()`: what stops anyone who knows your address from posting "
+             "an event?",
+        stops_at=("python3 ex09_webhooks.py",)),
+
+    Mistake("ex09_webhooks.py", "a delivery of any age taken", [
+        ('    if int(fields["t"]) < clock() - TOLERANCE_SECONDS:\n', "    if False:\n")],
+        hint="Look at `verify()`: how old may a signed event be when it comes?",
+        stops_at=("python3 ex09_webhooks.py",)),
+
+    Mistake("ex09_webhooks.py", "the inbox written apart from the answer", [
+        ("    with worker.transaction(db):\n        if not db.execute(\"INSERT INTO inbox",
+         "    if True:\n        if not db.execute(\"INSERT INTO inbox")],
+        hint="Look at `receive()`: if the answer cannot be recorded, is the event's id "
+             "kept anyway, so that its next delivery is skipped?",
+        stops_at=("test_webhooks_an_event_for_an_operation_not_known_yet_comes_again",)),
+
+    Mistake("ex09_webhooks.py", "an event overwrites an answer already recorded", [
+        ("\" WHERE id = ? AND state = 'started'\",\n                         (state,",
+         "\" WHERE id = ?\",\n                         (state,")],
+        hint="Look at the `UPDATE` in `apply()`: what does an event that comes late, or "
+             "out of order, do to an answer already recorded?",
+        stops_at=("python3 ex09_webhooks.py",)),
+
     # ---- the capstone: each file graded on its own
     Mistake("capstone/tinyq.py", "complete() without the token check", [
         ("run_at = coalesce(:run_at, run_at)\n        WHERE id = :id AND token = :token AND",

@@ -56,6 +56,7 @@ EXERCISES = (
              ("tests/exercises/test_ex09.py", "tests/exercises/test_ex09_admission.py",
               "tests/exercises/test_ex09_budgets.py", "tests/exercises/test_ex09_payments.py"),
              given=("ex09_practice_given.py",)),
+    Exercise("ex09_webhooks.py", ("tests/exercises/test_ex09_webhooks.py",), optional=True),
     Exercise("herd.py", optional=True),
     Exercise("capstone/tinyq.py", ("tests/capstone/test_tinyq.py", "tests/capstone/test_chaos.py")),
     Exercise("capstone/shop.py", ("tests/capstone/test_shop.py",)),

@@ -109,20 +109,22 @@ def given_files():
 IMPORTED = {}                 # a file's SHA-256 -> None, or why importing it failed
 
 
-def import_fails(path):
+def import_fails(path, beside=()):
     """None if the Python file at path can be imported, in a child process
     with the usual limits, within COMMAND_TIMEOUT; otherwise a Failure: an
     ERROR (it crashed, or would not compile) or a TIMEOUT. Tests that import
     a learner's module call this first, so a file that hangs or crashes on
     import fails those tests at once, each of them, instead of hanging the
     test run (pytest.fail(failure): the plugin finds the failure's kind in
-    the exception). Checked once per file content."""
+    the exception). `beside` are the files it imports by name, copied with
+    it. Checked once per content of them all."""
     path = Path(path)
-    key = hashlib.sha256(path.read_bytes()).hexdigest()
+    key = hashlib.sha256(b"".join(Path(each).read_bytes() for each in (path, *beside))).hexdigest()
     if key not in IMPORTED:
         command = f"python3 -c 'import {path.stem}'"
         with tempfile.TemporaryDirectory(dir=SCRATCH) as folder:
-            shutil.copy(path, folder)
+            for each in (path, *beside):
+                shutil.copy(each, folder)
             try:
                 status, output = run(command, folder, timeout=COMMAND_TIMEOUT)
                 IMPORTED[key] = None if status == 0 else Failure(
