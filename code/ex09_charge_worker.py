@@ -209,8 +209,7 @@ NEVER_CALLED = "id NOT IN (SELECT id FROM operations)"     # no start passed its
 
 
 def admit(db, tenant, client_id, inputs, clock=time.time):
-    """Queue an operation if its inputs are sound and its tenant has a free
-    waiting slot, or refuse at once. Answer with its status."""
+    """Queue a sound operation if its tenant has room, or refuse; answer its status."""
     amount = inputs.get("amount_cents")
     if inputs.get("tenant") != tenant or inputs.get("currency") != CURRENCY:
         raise Refused(f"a charge from {tenant} must name {tenant} and {CURRENCY}")
@@ -357,8 +356,7 @@ def spend(db, cents, clock=time.time):
 
 
 def work_one(db, provider, tenant, clock=time.time, **retries):
-    """Start the tenant's next operation and see it through. Returns its id,
-    or None if there was nothing to start."""
+    """See the tenant's next operation through; its id, or None if there was none."""
     message = start_next(db, tenant, clock)
     if message is None:
         return None
@@ -379,7 +377,9 @@ def see_through(db, provider, message, clock=time.time, rng=random, **retries):
     except (RetryLater, OverBudget) as reason:          # not the operation's fault
         finish(db, message, "waiting", str(reason), clock() + wait)
         raise
-    except Exception as error:      # a bug, for a person. Not Ctrl-C: the lease runs out
+    except sqlite3.OperationalError:    # a busy database: not the payment's fault either,
+        raise                           # so, as on Ctrl-C, its lease runs out
+    except Exception as error:          # a bug, for a person
         finish(db, message, "dead", f"{type(error).__name__}: {error}")
         raise
     if charge is not None:
@@ -406,10 +406,7 @@ def settle(db, provider, clock=time.time):
           AND (operations.state = 'started' AND charge_id IS NOT NULL AND started_at <= :old
                OR work.state = 'waiting' AND expires_at <= :now)
     """, {"now": now, "old": now - SETTLE_AFTER_SECONDS}).fetchall():
-        if charge_id is None:       # nothing to pay; a start still on its way must not store one
-            if recorded and not db.execute("UPDATE operations SET state = 'failed' WHERE id = ?"
-                                           " AND charge_id IS NULL", (op_id,)).rowcount:
-                continue            # it stored one just now: ask next time
+        if charge_id is None:       # nothing of it can have been paid
             answer = "cancelled"
         else:
             try:
@@ -418,8 +415,11 @@ def settle(db, provider, clock=time.time):
                 continue
         if answer not in ("paid", "declined", "cancelled"):
             continue                # not paid, not yet ended: its next start confirms it
-        db.execute("UPDATE operations SET state = ? WHERE id = ? AND state = 'started'",
-                   ("charged" if answer == "paid" else "failed", op_id))
+        closed = db.execute("UPDATE operations SET state = ? WHERE id = ? AND state = 'started'"
+                            " AND charge_id IS ?",      # the charge it asked about, or none
+                            ("charged" if answer == "paid" else "failed", op_id, charge_id))
+        if recorded == "started" and not closed.rowcount:
+            continue                # a late start stored a charge just now: ask next time
         ending = "done" if answer == "paid" else "expired" if ended else "failed"
         why = f"the provider says {charge_id} is {answer}" if charge_id else "nothing was paid"
         db.execute("UPDATE work SET state = ?, last_error = ? WHERE id = ?"

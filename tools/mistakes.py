@@ -385,11 +385,27 @@ MISTAKES = [
         stops_at=("python3 ex09_charge_worker.py outage",)),
 
     Mistake("ex09_charge_worker.py", "Ctrl-C marks an in-flight payment dead", [
-        ("    except Exception as error:      # a bug, for a person.",
-         "    except BaseException as error:      # a bug, for a person.")],
+        ("    except Exception as error:          # a bug, for a person",
+         "    except BaseException as error:          # a bug, for a person")],
         hint="Look at what `see_through()` catches: should a Ctrl-C, or a deploy's "
              "SIGTERM, end a payment that may have been charged?",
         stops_at=("test_ex09_a_worker_stopped_mid_call_leaves_the_operation_to_its_lease",)),
+
+    Mistake("ex09_charge_worker.py", "a busy database ends a payment dead", [
+        ("    except sqlite3.OperationalError:    # a busy database: not the payment's fault either,\n"
+         "        raise                           # so, as on Ctrl-C, its lease runs out\n", "")],
+        hint="Look at what `see_through()` does when the database is locked: is that "
+             "the payment's fault, and may it have been charged?",
+        stops_at=("test_ex09_a_busy_database_leaves_a_paid_operation_to_its_lease",)),
+
+    Mistake("ex09_charge_worker.py", "the reconciler ends an operation a late worker can still pay", [
+        ("'started'\"\n                            \" AND charge_id IS ?\",      # the charge it asked about, or none\n",
+         "'started'\",\n"),
+        ("(\"charged\" if answer == \"paid\" else \"failed\", op_id, charge_id))",
+         "(\"charged\" if answer == \"paid\" else \"failed\", op_id))")],
+        hint="Look at the `UPDATE` that closes an operation's record in `settle()`: what "
+             "if a worker that stalled past its lease stored a charge since `settle()` looked?",
+        stops_at=("test_ex09_a_charge_stored_while_the_reconciler_looks_is_not_lost",)),
 
     Mistake("ex09_charge_worker.py", "an amount checked against its top only", [
         ("    if type(amount) is not int or not 0 < amount <= MAX_CENTS:\n",

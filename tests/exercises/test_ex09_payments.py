@@ -253,3 +253,121 @@ def test_ex09_a_decline_is_an_answer_not_an_unknown(ex09, practice):
     assert ex09.status(db, "North", "D1") == ("failed", "none")
     assert "nothing was charged" in ex09.cancel(db, "North", "D1")
     assert provider.paid() == []
+
+
+class LockedAtTheRecord:
+    """A worker's database that is busy at the worst moment: the UPDATE that
+    records the charge, after the provider paid, fails as SQLite fails when
+    another connection holds the file past the busy timeout."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def execute(self, sql, params=()):
+        if "state = 'charged'" in sql:
+            raise sqlite3.OperationalError("database is locked")
+        return self.db.execute(sql, params)
+
+
+def test_ex09_a_busy_database_leaves_a_paid_operation_to_its_lease(ex09, practice):
+    """The provider paid, and the worker could not record it: the database
+    was locked. That is not the payment's fault and not for a person: the
+    operation keeps its lease, and the next start records the same charge."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    ex09.admit(db, "North", "O7", O7)
+    message = ex09.start_next(db, "North", clock)
+    with pytest.raises(sqlite3.OperationalError):
+        ex09.see_through(LockedAtTheRecord(db), provider, message, clock)
+    assert ex09.status(db, "North", "O7") == ("running", "unknown")
+    clock.now += ex09.LEASE_SECONDS + 1
+    assert ex09.work_one(db, provider, "North", clock=clock) == "North/O7"
+    assert ex09.status(db, "North", "O7") == ("done", "C1") and provider.paid() == ["C1"]
+
+
+class StallsBeforeConfirming:
+    """The provider as a stalled worker sees it: the charge is created and
+    stored, and before the worker confirms it, the operation passes its end
+    and the reconciler ends it. Then the late confirm goes out."""
+
+    def __init__(self, ex09, db, provider, clock):
+        self.ex09, self.db, self.provider, self.clock = ex09, db, provider, clock
+
+    def __getattr__(self, name):
+        return getattr(self.provider, name)
+
+    def confirm(self, *args, **kwargs):
+        self.clock.now += self.ex09.EXPIRE_SECONDS
+        self.ex09.start_next(self.db, "North", self.clock)   # takes back the lost slot
+        self.ex09.settle(self.db, self.provider, self.clock)
+        return self.provider.confirm(*args, **kwargs)
+
+
+def test_ex09_an_operation_ended_at_its_end_is_never_paid_late(ex09, practice):
+    """A worker stalls until its operation is past its end and ended. If it
+    stalled before storing a charge, its next step finds the operation
+    failed and calls nobody; if after, the reconciler cancelled the stored
+    charge at the provider, and the late confirm pays nothing. Either way
+    the client reads `expired`, and no money moved."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    ex09.admit(db, "North", "E1", O7, clock=clock)
+    early = ex09.start_next(db, "North", clock)
+    assert ex09.go_ahead(db, early, clock)                # past its gate, then it stalls
+    clock.now += ex09.EXPIRE_SECONDS
+    ex09.start_next(db, "North", clock)
+    ex09.settle(db, provider, clock)
+    assert ex09.status(db, "North", "E1") == ("expired", "none")
+    dead = []
+    assert ex09.deliver(db, ex09.CreateThenConfirm(db, provider, clock), early, dead,
+                        clock=clock) is None             # the stalled worker wakes
+    assert isinstance(dead[0]["error"], ex09.Declined) and provider.calls == 0
+    ex09.admit(db, "North", "E2", dict(O7, invoice=2), clock=clock)
+    late = ex09.start_next(db, "North", clock)
+    assert late["id"] == "North/E2"
+    stalled = StallsBeforeConfirming(ex09, db, provider, clock)
+    ex09.see_through(db, stalled, late, clock)
+    assert ex09.status(db, "North", "E2") == ("expired", "none")
+    assert provider.paid() == [] and provider.charges["C1"]["state"] == "cancelled"
+
+
+class StaleStartLandsFirst:
+    """The reconciler's database, on which a worker that stalled past its
+    lease lands its whole charge (create, store, confirm) just before the
+    reconciler's UPDATE closes the operation's record: after the
+    reconciler looked, before it wrote."""
+
+    def __init__(self, db, land):
+        self.db, self.land = db, land
+
+    def execute(self, sql, params=()):
+        if sql.startswith("UPDATE operations SET state") and self.land:
+            self.land, land = None, self.land
+            land()
+        return self.db.execute(sql, params)
+
+
+def test_ex09_a_charge_stored_while_the_reconciler_looks_is_not_lost(ex09, practice):
+    """The reconciler finds an operation past its end with no charge, and
+    ends it; meanwhile a stalled worker stores a charge and pays it, and has
+    not recorded the payment yet. The reconciler's close does not hide that
+    payment: it sees the charge stored since it looked, leaves the
+    operation, and its next pass records the payment the provider reports.
+    The client reads the truth: done, paid."""
+    clock = Clock()
+    db, provider = ex09.open_db(":memory:"), practice.Provider(clock)
+    ex09.admit(db, "North", "E3", O7, clock=clock)
+    stale = ex09.start_next(db, "North", clock)
+    assert ex09.go_ahead(db, stale, clock)                # past its gate, then it stalls
+    clock.now += ex09.EXPIRE_SECONDS
+    ex09.start_next(db, "North", clock)                   # its lease is taken back
+
+    def stale_worker_pays():                             # and stalls again before its record
+        paying = ex09.CreateThenConfirm(db, practice.CrashAfterPaying(provider), clock)
+        with pytest.raises(practice.WorkerCrashed):
+            ex09.process(db, paying, stale["id"], stale["inputs"], clock)
+
+    ex09.settle(StaleStartLandsFirst(db, stale_worker_pays), provider, clock)
+    assert provider.paid() == ["C1"]
+    ex09.settle(db, provider, clock)
+    assert ex09.status(db, "North", "E3") == ("done", "C1")
