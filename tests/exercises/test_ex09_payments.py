@@ -16,7 +16,7 @@ import sqlite3
 
 import pytest
 
-from tests.helpers import O7, Clock, FlakyProvider
+from tests.helpers import O7, Clock
 
 pytestmark = pytest.mark.exercise("ex09_charge_worker.py")
 
@@ -122,7 +122,7 @@ def test_ex09_an_outage_leaves_no_payment_for_a_person(ex09, practice):
     outage = practice.Outage()
     for number in range(3):
         ex09.admit(db, "North", f"P{number}", dict(O7, invoice=number))
-    waits, starts = [], 0
+    starts = 0
     while clock.now < 1000 + 600:                        # ten minutes down
         before = clock.now
         if ex09.work_one(db, outage, "North", clock=clock, sleep=clock.advance):
