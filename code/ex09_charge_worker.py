@@ -331,7 +331,7 @@ def go_ahead(db, message, clock=time.time):
                            " AND starts = ?", (op_id, message["start"])).fetchone()
         if asked is None:                       # a later start holds it now
             return False
-        if asked[0]:                            # no record yet, or there could be no cancel
+        if asked[0]:                            # cancel() asks only while nothing is recorded
             finish(db, message, "cancelled", "cancelled by its client")
             return False
         write_down(db, op_id, message["inputs"], clock)
