@@ -6,8 +6,8 @@
 # the guide into this folder. Then run one of:
 #   python3 ex09_charge_worker.py o7                 (the O7 timeline)
 #   python3 ex09_charge_worker.py crash after-commit (or before-call, after-record)
-#   python3 ex09_charge_worker.py outage             (or admission, cancel,
-#                                                     deadline, budget, spend)
+#   python3 ex09_charge_worker.py workload           (or admission, cancel,
+#                                  deadline, budget, spend, outage)
 
 import contextlib
 import hashlib

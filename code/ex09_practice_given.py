@@ -1,9 +1,10 @@
 # Exercise 9's practice world: GIVEN. Download this file from the guide and
 # put it beside your ex09_charge_worker.py; do not type it. It holds what
 # the worker is tried against: a payment provider to practise on, workers
-# that crash at each point, a provider that stalls and one that is down, a
-# simulated clock, and the replays that `python3 ex09_charge_worker.py
-# COMMAND` runs (the worker's last lines hand its command line to main()).
+# that crash at each point, a provider that stalls and one that is down,
+# simulated clocks (one that several workers take turns on), and the
+# replays that `python3 ex09_charge_worker.py COMMAND` runs (the worker's
+# last lines hand its command line to main()).
 # Everything it runs of the worker is yours: worker.process, worker.admit...
 
 import argparse
@@ -15,6 +16,8 @@ import io
 import json
 import os
 import random
+import sys
+import threading
 import time
 
 import ex09_charge_worker as worker
@@ -220,6 +223,7 @@ class Stalled:
 
     def __init__(self, provider, seconds):
         self.provider, self.seconds = provider, seconds
+        self.open = 0                   # calls waiting for their answer now
 
     def __getattr__(self, name):
         return getattr(self.provider, name)
@@ -229,7 +233,11 @@ class Stalled:
         clock = self.provider.clock
         self.provider.busy[idempotency_key] = clock() + self.seconds
         waited = self.seconds if timeout is None else min(timeout, self.seconds)
-        clock.advance(waited)
+        self.open += 1
+        try:
+            clock.advance(waited)
+        finally:
+            self.open -= 1
         if waited < self.seconds:
             print(f"{'':13}no answer within {timeout:g} s: the worker stops waiting")
             raise worker.Retryable(f"no answer within {timeout:g} s")   # yet it paid
@@ -270,6 +278,56 @@ class Clock:
     def stamp(self):
         day, seconds = divmod(int(self.now), 86400)
         return f"day {day + 1} {seconds // 3600:02}:{seconds // 60 % 60:02}"
+
+
+class TakingTurns(Clock):
+    """Simulated time for workers that run side by side. Each runs on its own
+    thread, but only one at a time: it runs until it waits (advance), and then
+    the clock jumps to the earliest moment that a waiting one wakes. So a
+    worker that waits 30 s for the provider holds its slot for those 30 s
+    while the others go on, and every run prints the same."""
+
+    def __init__(self):
+        super().__init__()
+        self.turn = {}                  # a worker's thread -> the event that wakes it
+
+    def run(self, *workers):
+        """Run each of `workers`, a function of no arguments, until all return."""
+        threads = [threading.Thread(target=self.take_turns, args=(work,), daemon=True)
+                   for work in workers]
+        self.turn = {thread: threading.Event() for thread in threads}
+        self.wakes = dict.fromkeys(threads, self.now)     # thread -> when it runs next
+        self.paused, self.failure = threading.Event(), None
+        for thread in threads:
+            thread.start()
+        while self.wakes:
+            thread = min(self.wakes, key=lambda t: (self.wakes[t], threads.index(t)))
+            self.now = max(self.now, self.wakes.pop(thread))
+            self.paused.clear()
+            self.turn[thread].set()
+            self.paused.wait()
+            if self.failure is not None:
+                raise self.failure
+
+    def take_turns(self, work):
+        self.wait_for_turn()
+        try:
+            work()
+        except BaseException as error:         # for run() to raise
+            self.failure = error
+        self.paused.set()
+
+    def advance(self, seconds):
+        if threading.current_thread() not in self.turn:
+            return super().advance(seconds)     # not one of the workers
+        self.wakes[threading.current_thread()] = self.now + seconds
+        self.paused.set()
+        self.wait_for_turn()
+
+    def wait_for_turn(self):
+        turn = self.turn[threading.current_thread()]
+        turn.wait()
+        turn.clear()
 
 
 def charge_inputs(tenant, invoice, cents):
@@ -587,6 +645,116 @@ def show_outage():
                   f" {counts['dead']} dead")
 
 
+def show_workload():
+    """The source document's controlled workload, run once: an operation too
+    dear to take, a bulk run that fills North's queue, a duplicate, a client
+    that cancels, and North's charges stalled for two minutes, while South
+    keeps paying. Three workers and a reconciler share workload.db."""
+    clock, tenants, rng = TakingTurns(), ("North", "South"), random.Random(1)
+    clock.set(1, 12, 0)
+    provider = Provider(clock)
+    stalled, began, out = Stalled(provider, 45), clock(), sys.stdout
+    arrived, ended, done = {}, {}, threading.Event()
+    if os.path.exists("workload.db"):
+        os.remove("workload.db")                        # each run starts afresh
+
+    def connect():                  # each worker its own connection, as a process would
+        return contextlib.closing(worker.open_db("workload.db"))
+
+    def say(text):
+        seconds = int(clock()) % 86400
+        print(f"{seconds // 3600:02}:{seconds // 60 % 60:02}:{seconds % 60:02}  {text}",
+              file=out)                                 # past the provider's chatter
+
+    def provider_for(tenant):       # North's charges go through a bank that stalls
+        return stalled if tenant == "North" and clock() < began + 120 else provider
+
+    def submit(db, tenant, client_id, cents):
+        try:
+            answer = worker.admit(db, tenant, client_id,
+                                  charge_inputs(tenant, client_id, cents), clock)
+        except worker.Refused as refusal:
+            return f"refused: {refusal}"
+        arrived.setdefault(worker.operation_id(tenant, client_id), clock())
+        return f"{answer[0]}, charge {answer[1]}"
+
+    def client():
+        with connect() as db:
+            say(f"North asks for $5,000.00: {submit(db, 'North', 'X1', 500000)}")
+            answers = [submit(db, "North", f"B{number}", 2000) for number in range(1, 9)]
+            say("North sends a bulk run of 8 charges of $20.00, B1 to B8:")
+            for answer, times in collections.Counter(answers).items():
+                say(f"  {times} of them: {answer}")
+            for client_id in ("S1", "S2", "S3", "S4", "S5", "S6"):
+                clock.advance(10)
+                say(f"South sends {client_id}, $5.00: {submit(db, 'South', client_id, 500)}")
+                if client_id == "S2":
+                    say(f"North sends B1 again: {submit(db, 'North', 'B1', 2000)}")
+                if client_id == "S3":
+                    for client_id in ("B5", "B2"):
+                        say(f"North cancels {client_id}: {worker.cancel(db, 'North', client_id)}")
+
+    def count(db, sql, *params):
+        return db.execute(f"SELECT count(*) FROM {sql}", params).fetchone()[0]
+
+    def slots(db):
+        return [f"{count(db, 'work WHERE tenant = ? AND state = ?', tenant, state)}"
+                for state in ("running", "waiting") for tenant in tenants]
+
+    def observe():
+        with connect() as db:
+            print("time      running  waiting  calls open  rows stored  calls made  paid",
+                  file=out)
+            while not done.is_set():
+                for op_id, state in db.execute("SELECT id, state FROM work WHERE state"
+                                               " NOT IN ('waiting', 'running')"):
+                    ended.setdefault(op_id, (state, clock()))
+                now = slots(db)
+                if clock() - began > 60 and now == ["0"] * 4 and not stalled.open:
+                    done.set()                          # everything over: back to the start
+                if (clock() - began) % 30 == 0 or done.is_set():
+                    say(f"{now[0] + '/' + now[1]:>7}{now[2] + '/' + now[3]:>9}"
+                        f"{stalled.open:12}{count(db, 'work') + count(db, 'operations'):13}"
+                        f"{provider.calls:12}{len(provider.payments):6}")
+                clock.advance(1)
+                if clock() - began > 3600:
+                    raise RuntimeError("the workload is not over after an hour")
+
+    def work():
+        with connect() as db:
+            while not done.is_set():
+                busy = False
+                for tenant in tenants:
+                    with contextlib.suppress(worker.RetryLater, worker.OverBudget):
+                        busy |= worker.work_one(db, provider_for(tenant), tenant, clock=clock,
+                                                rng=rng, sleep=clock.advance) is not None
+                if not busy:
+                    clock.advance(1)
+
+    def reconcile():
+        with connect() as db:
+            while not done.is_set():
+                clock.advance(60)
+                worker.settle(db, provider, clock)
+
+    print(f"3 workers serve North and South, each tenant {worker.MAX_RUNNING} running and"
+          f" {worker.MAX_WAITING} waiting at most")
+    print("for the first 2 minutes, the provider answers North's charges after 45 s")
+    print("(running and waiting: North's/South's; calls open: calls waiting for an answer)")
+    with contextlib.redirect_stdout(io.StringIO()):     # the provider's chatter
+        clock.run(observe, client, work, work, work, reconcile)
+    for tenant in tenants:
+        mine = {op_id: ended[op_id] for op_id in arrived if op_id.startswith(tenant + "/")}
+        states = collections.Counter(state for state, _ in mine.values())
+        slowest = max(when - arrived[op_id] for op_id, (state, when) in mine.items()
+                      if state == "done")
+        print(f"{tenant}: {len(mine)} admitted, "
+              + ", ".join(f"{times} {state}" for state, times in states.items())
+              + f"; the slowest done {slowest:g} s after it came")
+    paid = [provider.charges[charge_id]["key"] for charge_id in provider.paid()]
+    print(f"the provider paid {len(paid)} charges, {len(paid) - len(set(paid))} of them twice")
+
+
 def show_webhooks(receive, secret):
     """Your webhook at work, `receive` taking each delivery (the replay of
     `python3 ex09_webhooks.py`): events sent twice, out of order, before the
@@ -629,7 +797,7 @@ def show_webhooks(receive, secret):
 def main():
     commands = {"o7": print_o7, "admission": show_admission, "cancel": show_cancel,
                 "deadline": show_deadline, "budget": show_budget, "spend": show_spend,
-                "outage": show_outage, "crash": replay_crash}
+                "outage": show_outage, "workload": show_workload, "crash": replay_crash}
     parser = argparse.ArgumentParser(description="Replays of Exercise 9's worked cases.")
     parser.add_argument("command", choices=commands)
     parser.add_argument("point", nargs="?", choices=CRASH_POINTS,

@@ -12,6 +12,8 @@ WORK) in a fresh copy, and is graded for it.
 
 import collections
 import contextlib
+import io
+import re
 import sqlite3
 
 import pytest
@@ -371,3 +373,41 @@ def test_ex09_a_charge_stored_while_the_reconciler_looks_is_not_lost(ex09, pract
     assert provider.paid() == ["C1"]
     ex09.settle(db, provider, clock)
     assert ex09.status(db, "North", "E3") == ("done", "C1")
+
+
+def run_workload(practice):
+    """Run the `workload` replay; return its table's rows, as (running North,
+    running South, waiting North, waiting South, calls open), and each
+    tenant's slowest time from arriving to done, in seconds."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        practice.show_workload()
+    rows = [tuple(int(n) for n in row) for row in re.findall(
+        r"^\d\d:\d\d:\d\d +(\d+)/(\d+) +(\d+)/(\d+) +(\d+) ", printed.getvalue(), re.M)]
+    slowest = dict(re.findall(r"^(\w+): .*; the slowest done (\d+) s", printed.getvalue(),
+                              re.M))
+    assert rows and set(slowest) == {"North", "South"}, printed.getvalue()
+    return rows, {tenant: int(seconds) for tenant, seconds in slowest.items()}, printed
+
+
+def test_ex09_a_stalled_tenant_cannot_hold_up_the_other(ex09, practice):
+    """The source document's controlled workload, run once by `workload`:
+    while the provider keeps North's calls waiting, North holds no more
+    than its running slots, so the third worker serves South at once; and
+    at the end nothing runs, waits or is left open, as at the start."""
+    rows, slowest, printed = run_workload(practice)
+    assert max(open_calls for *_, open_calls in rows) == ex09.MAX_RUNNING
+    assert max(row[0] for row in rows) <= ex09.MAX_RUNNING
+    assert slowest["South"] <= 1, printed.getvalue()
+    assert rows[0] == rows[-1] == (0, 0, 0, 0, 0)
+    assert "the provider paid 10 charges, 0 of them twice" in printed.getvalue()
+
+
+def test_ex09_a_tenant_allowed_every_worker_holds_up_the_other(ex09, practice, monkeypatch):
+    """The guide's Study Drill: with as many running slots as workers, North's
+    stalled calls take every worker, and South waits for one."""
+    monkeypatch.setattr(ex09, "MAX_RUNNING", 3)
+    rows, slowest, printed = run_workload(practice)
+    assert max(open_calls for *_, open_calls in rows) == 3
+    assert slowest["South"] > 10, printed.getvalue()
+
