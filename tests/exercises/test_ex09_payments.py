@@ -411,3 +411,16 @@ def test_ex09_a_tenant_allowed_every_worker_holds_up_the_other(ex09, practice, m
     assert max(open_calls for *_, open_calls in rows) == 3
     assert slowest["South"] > 10, printed.getvalue()
 
+
+
+def test_ex09_a_statement_waits_for_the_lock_at_most_the_busy_timeout(ex09, tmp_path):
+    """The guide: the worker's statements do not get the deadline; each
+    waits for SQLite's write lock for at most the connection's busy
+    timeout, 5 s, and then fails with "database is locked"."""
+    path = tmp_path / "locked.db"
+    holder, db = ex09.open_db(path), ex09.open_db(path)
+    assert db.execute("PRAGMA busy_timeout").fetchone() == (5000,)
+    holder.execute("BEGIN IMMEDIATE")
+    db.execute("PRAGMA busy_timeout = 0")           # the same failure, without the 5 s
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+        ex09.admit(db, "North", "P1", O7)
