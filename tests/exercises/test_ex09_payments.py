@@ -13,6 +13,7 @@ WORK) in a fresh copy, and is graded for it.
 import collections
 import contextlib
 import io
+import random
 import re
 import sqlite3
 
@@ -424,3 +425,19 @@ def test_ex09_a_statement_waits_for_the_lock_at_most_the_busy_timeout(ex09, tmp_
     db.execute("PRAGMA busy_timeout = 0")           # the same failure, without the 5 s
     with pytest.raises(sqlite3.OperationalError, match="database is locked"):
         ex09.admit(db, "North", "P1", O7)
+
+
+def test_ex09_retry_budgets_per_worker_bound_the_whole_service(ex09, practice):
+    """The guide: each worker keeps its own retry budget, and together they
+    bound the service. Three workers, each with its own, share an outage of
+    five minutes: all their retries are at most a tenth of all their calls."""
+    clock, outage, rng = Clock(), practice.Outage(), random.Random(1)
+    budgets = [practice.RetryBudget(clock) for _ in range(3)]
+    for number in range(600):
+        clock.now = max(clock.now, number * 0.5)
+        message = {"id": f"M{number}", "inputs": dict(O7, invoice=number)}
+        with contextlib.suppress(ex09.RetryLater):
+            ex09.deliver(ex09.open_db(":memory:"), outage, message, [], sleep=clock.advance,
+                         budget=budgets[number % 3], rng=rng, clock=clock)
+    retries = outage.calls - 600
+    assert 0 < retries <= ex09.RETRY_RATIO * outage.calls, (retries, outage.calls)
