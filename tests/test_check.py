@@ -175,7 +175,9 @@ def test_the_file_changed_last_is_the_one_checked(tmp_path):
     ("ex05", "ex05_two_workers.py"), ("5", "ex05_two_workers.py"),
     ("05", "ex05_two_workers.py"), ("ex05_two_workers.py", "ex05_two_workers.py"),
     ("tinyq", "capstone/tinyq.py"), ("capstone/tinyq.py", "capstone/tinyq.py"),
-    ("herd.py", "herd.py"), ("CHAOS", "capstone/chaos.py")])
+    ("herd.py", "herd.py"), ("CHAOS", "capstone/chaos.py"),
+    ("ex09", "ex09_charge_worker.py"), ("9", "ex09_charge_worker.py"),
+    ("ex09_webhooks", "ex09_webhooks.py")])
 def test_an_exercise_can_be_named_as_a_learner_would(name, exercise):
     assert check.exercise_named(name) == exercise
 

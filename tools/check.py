@@ -85,6 +85,8 @@ def exercise_named(name):
         wanted = f"ex{int(wanted):02}"
     matches = [file for file in FILES if wanted in (file.removesuffix(".py"), Path(file).stem)] \
         or [file for file in FILES if Path(file).stem.startswith(wanted + "_")]
+    if len(matches) > 1:            # "ex09" is Exercise 9; its optional file goes by its name
+        matches = [file for file in matches if file not in OPTIONAL] or matches
     if len(matches) != 1:
         raise Usage(f"no exercise is called {name!r}; the exercises are "
                     f"{', '.join(Path(file).stem for file in course_order())}")

@@ -405,7 +405,7 @@ def test_ex09_a_stalled_tenant_cannot_hold_up_the_other(ex09, practice):
 
 
 def test_ex09_a_tenant_allowed_every_worker_holds_up_the_other(ex09, practice, monkeypatch):
-    """The guide's Study Drill: with as many running slots as workers, North's
+    """Chapter 11's Study Drill 5: with as many running slots as workers, North's
     stalled calls take every worker, and South waits for one."""
     monkeypatch.setattr(ex09, "MAX_RUNNING", 3)
     rows, slowest, printed = run_workload(practice)
@@ -415,7 +415,7 @@ def test_ex09_a_tenant_allowed_every_worker_holds_up_the_other(ex09, practice, m
 
 
 def test_ex09_a_statement_waits_for_the_lock_at_most_the_busy_timeout(ex09, tmp_path):
-    """The guide: the worker's statements do not get the deadline; each
+    """The worker's statements do not get the deadline (Chapter 11): each
     waits for SQLite's write lock for at most the connection's busy
     timeout, 5 s, and then fails with "database is locked"."""
     path = tmp_path / "locked.db"
@@ -428,7 +428,7 @@ def test_ex09_a_statement_waits_for_the_lock_at_most_the_busy_timeout(ex09, tmp_
 
 
 def test_ex09_retry_budgets_per_worker_bound_the_whole_service(ex09, practice):
-    """The guide: each worker keeps its own retry budget, and together they
+    """Each worker keeps its own retry budget, and together they
     bound the service. Three workers, each with its own, share an outage of
     five minutes: all their retries are at most a tenth of all their calls."""
     clock, outage, rng = Clock(), practice.Outage(), random.Random(1)
