@@ -7,6 +7,7 @@ process, an exercise made from a copy of the one before. Import it: `from
 tests.helpers import Clock`."""
 import ast
 import contextlib
+import copy
 import json
 import random
 import re
@@ -250,19 +251,35 @@ def statement_name(node):
 
 
 def top_level(path):
-    """[(name, its whole lines)] for each top-level statement, and every line
-    after the first statement that is in none (comments and blank lines)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    body = ast.parse("\n".join(lines)).body
-    statements, covered = [], set()
-    for node in body:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        statements.append((statement_name(node), lines[first - 1:node.end_lineno]))
-        covered.update(range(first - 1, node.end_lineno))
-    start = min(covered)
-    between = [line for number, line in enumerate(lines)
-               if number >= start and number not in covered]
-    return statements, between
+    """[(name, its shape)] for each top-level statement: what it does, as
+    `shape` sees it."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    return [(statement_name(node), shape(node)) for node in body]
+
+
+def shape(node):
+    """A statement as it runs: without comments (the parser drops them) or
+    docstrings, and with a function's own variables named by the order they
+    appear in, so `cur` for `cursor` is the same statement."""
+    node = copy.deepcopy(node)
+    for each in ast.walk(node):
+        body = getattr(each, "body", None)
+        if isinstance(each, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            each.body = body[1:] or [ast.Pass()]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        own = {}
+        for each in ast.walk(node):
+            if isinstance(each, ast.arg) or (isinstance(each, ast.Name)
+                                             and isinstance(each.ctx, ast.Store)):
+                own.setdefault(getattr(each, "arg", None) or each.id, f"_{len(own)}")
+        for each in ast.walk(node):
+            if isinstance(each, ast.arg):
+                each.arg = own[each.arg]
+            elif isinstance(each, ast.Name):
+                each.id = own.get(each.id, each.id)
+    return ast.dump(node)
 
 
 class Edit(NamedTuple):
@@ -284,26 +301,39 @@ class Edit(NamedTuple):
         return {block.attributes.get("pyobject") for block in guide.read_guide(catalogue.GUIDE)
                 if block.attributes.get("include") == f"code/{self.child}"}
 
-    def check_against(self, folder):
-        """Fail unless folder's child is folder's parent with exactly these
-        changes and deletions, its other statements and comments kept in order."""
-        old, old_between = top_level(folder / self.parent)
-        new, new_between = top_level(folder / self.child)
+    def check_against(self, folder, source_folder):
+        """Fail unless folder's child is the parent with exactly these changes
+        and deletions, its other statements kept, in order. The parent is the
+        learner's own, the one they copied, if source_folder has it; a child
+        that matches the course's (in folder) passes too, so that a mistake
+        in the learner's parent fails the parent, not the child."""
+        own = source_folder / self.parent
+        parents = {"your " + self.parent: own} if own.is_file() else {}
+        parents[f"the course's code/{self.parent}"] = folder / self.parent
+        problems = {name: self.differences(path, folder / self.child)
+                    for name, path in parents.items()}
+        if not all(problems.values()):
+            return
+        name, problem = next(iter(problems.items()))
+        pytest.fail(f"{self.child} compared with {name}: {problem}", pytrace=False)
+
+    def differences(self, parent, child):
+        """What is wrong with child as an edit of parent; "" if nothing."""
+        old, new = top_level(parent), top_level(child)
         old_names, new_names = [name for name, _ in old], [name for name, _ in new]
-        assert len(set(new_names)) == len(new_names), new_names
+        if len(set(new_names)) != len(new_names):
+            return f"a statement is there twice: {new_names}"
         deleted = set(old_names) - set(new_names)
-        assert deleted == self.deletes, (
-            f"deleted but not listed: {sorted(deleted - self.deletes)}; "
-            f"listed as deleted but still there: {sorted(self.deletes - deleted)}")
         changed = {name for name in new_names if dict(old).get(name) != dict(new).get(name)}
-        assert changed == self.changes, (
-            f"differ from {self.parent} but not listed: {sorted(changed - self.changes)}; "
-            f"listed but the same: {sorted(self.changes - changed)}")
         kept = [name for name in old_names if name in new_names]
-        assert [name for name in new_names if name in old_names] == kept, "order changed"
-        assert [line for line in new_between if line.strip()] == \
-            [line for line in old_between if line.strip()], \
-            "a comment between statements changed"
+        problems = [f"{what}: {', '.join(sorted(names))}" for what, names in (
+            ("deleted, though the guide keeps", deleted - self.deletes),
+            ("still there, though the guide deletes", self.deletes & set(new_names)),
+            ("changed or added, though the guide leaves as it was", changed - self.changes),
+            ("as it was, though the guide changes", self.changes - changed)) if names]
+        if [name for name in new_names if name in old_names] != kept:
+            problems.append("the statements it keeps are in another order")
+        return "; ".join(problems)
 
 
 # Exercise 9's running example: invoice 7 of the North tenant.
