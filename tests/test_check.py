@@ -395,3 +395,34 @@ def test_the_guide_says_how_long_a_check_takes_as_the_checker_estimates():
     lab_queue = others.pop("capstone/tinyq_pg.py")
     assert 1 <= min(others.values()) <= 2 and 10 <= max(others.values()) <= 15
     assert 40 <= lab_queue <= 80
+
+
+def test_a_setting_left_changed_is_named_beside_the_failure(tmp_path):
+    """A Study Drill's change left in (the review of chapters 0-6, round
+    four, finding 4): the step fails, and the checker names the setting
+    that differs from the guide's listing, with both values. Settings as
+    the guide has them are not named."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    (folder / "ex01_slow_signup.py").write_text(
+        (CODE / "ex01_slow_signup.py").read_text().replace(
+            "MAIL_SERVER_SECONDS = 2", "MAIL_SERVER_SECONDS = 0", 1))
+    result = run_check(folder, "ex01")
+    assert result.returncode == 1
+    assert ("Your file's `MAIL_SERVER_SECONDS` is 0, the guide's 2: a Study Drill's change"
+            " left in?") in result.stdout, result.stdout
+    shutil.copy(CODE / "ex01_slow_signup.py", folder)
+    (folder / "ex01_slow_signup.py").write_text(
+        (CODE / "ex01_slow_signup.py").read_text().replace(": account created", ": created", 1))
+    result = run_check(folder, "ex01")
+    assert result.returncode == 1 and "the guide's" not in result.stdout, result.stdout
+
+
+def test_the_ticks_add_up_and_a_claim_is_told_once(tmp_path):
+    """The steps a passing check ticks are the steps its last line counts,
+    and a claim tried in several ways (a parametrised test) is one tick."""
+    result = run_check(learner(tmp_path, "ex05_two_workers.py"), "ex05")
+    ticks = told(result.stdout, check.PASSED)
+    (count,) = re.findall(r"^PASS: ex05_two_workers\.py, all (\d+) steps\.$", result.stdout, re.M)
+    assert len(ticks) == int(count), result.stdout
+    claim = [tick for tick in ticks if tick.startswith("`main` wants naive or atomic")]
+    assert len(claim) == 1, result.stdout

@@ -19,7 +19,9 @@ counts as not checked. Exit status: 0 passed, 1 did not, 2 a usage
 mistake, 130 interrupted.
 """
 import argparse
+import ast
 import hashlib
+import operator
 import json
 import os
 import re
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from tools import grade, mistakes
 from tools.harness import results, steps
-from tools.harness.catalogue import FILES, GUIDE, OPTIONAL, section_ending, where_taught
+from tools.harness.catalogue import CODE, FILES, GUIDE, OPTIONAL, section_ending, where_taught
 
 PROGRESS = "course-progress.txt"
 CHECK_SECONDS = 300          # one exercise's check at the most; then TIMEOUT
@@ -150,6 +152,7 @@ class Run:
         self.scratch = tempfile.TemporaryDirectory(prefix="check-")
         self.out = Path(self.scratch.name)
         self.log = open(self.out / "pytest.log", "w+", encoding="utf-8")
+        self.folder = folder
         self.process = grade.start_grading(
             folder, [f"--exercise={exercise}", f"--steps-to={self.out}",
                      f"--results-json={self.out / 'results.json'}",
@@ -218,7 +221,7 @@ def check(folder, exercise, say=print, seconds=CHECK_SECONDS):
 def narrate(run, exercise, deadline, say):
     """Print the steps in their order as they end; stop at the first that
     failed, at the deadline (time.monotonic's), or when the run ends."""
-    told = 0
+    told, ticks, claims = 0, 0, set()
     while True:
         done = run.finished()            # before reading: nothing it wrote is missed
         plan, ended = run.plan(), run.poll()
@@ -226,24 +229,31 @@ def narrate(run, exercise, deadline, say):
             step, line = plan[told], ended[plan[told]["id"]]
             if line["outcome"] == "failed":
                 tell_before(step, line["problem"], say)
-                return failure(exercise, step, line["problem"], say)
-            tell(step, line["outcome"], say)
+                return failure(run.folder, exercise, line["problem"], say)
+            claim = step["id"].partition("[")[0]        # a parametrised test is one claim
+            if claim not in claims:
+                claims.add(claim)
+                ticks += tell(step, line["outcome"], say)
             told += 1
         if plan == [] and done:
             return nothing_ran(run, exercise, say)
         if plan and told == len(plan):
-            return passed(exercise, len(plan), say)
+            return passed(exercise, ticks, say)
         if done:
             return broke_off(run, exercise, plan, told, say)
         if time.monotonic() > deadline:
-            return timed_out(exercise, plan, told, say)
+            verdict = timed_out(exercise, plan, told, say)
+            settings_changed(run.folder, exercise, say)
+            return verdict
         time.sleep(POLL)
 
 
 def tell(step, outcome, say):
+    """Tick each line of a step's title; how many."""
     mark = PASSED if outcome == "passed" else SKIPPED
     for line in step["title"]:
         say(f"  {mark} {line}")
+    return len(step["title"])
 
 
 def tell_before(step, problem, say):
@@ -253,7 +263,7 @@ def tell_before(step, problem, say):
         tell({"title": step["title"][:step["title"].index(failing)]}, "passed", say)
 
 
-def failure(exercise, step, problem, say):
+def failure(folder, exercise, problem, say):
     """The failing step: what it claimed, its short diff or error, where it
     is, the section to reread and any classic mistake's hint."""
     verdict = problem["kind"]
@@ -270,6 +280,7 @@ def failure(exercise, step, problem, say):
     test = f" ({problem['test'].rpartition('::')[2]})" if problem["test"] else ""
     say(f"\n{verdict}: {exercise}, at {where}{test}.")
     say(f"Reread: {reread}.")
+    settings_changed(folder, exercise, say)
     found = hints(exercise, problem)
     if len(found) == 1:
         say(f"Hint: {found[0]}")
@@ -283,6 +294,49 @@ def failure(exercise, step, problem, say):
 def hints(exercise, problem):
     """The hints of the classic mistakes that stop at this step."""
     return mistakes.hints_for(exercise, mistakes.step_of(problem), problem["kind"])
+
+
+# What a setting's value may be worked out from: numbers, + - * / // and a sign.
+ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+              ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv,
+              ast.USub: operator.neg}
+
+
+def settings(path):
+    """{NAME: number} of the settings at the top of the Python file at path:
+    a name in capitals set to a number, or to arithmetic on numbers."""
+    def number(node):
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and type(node.op) in ARITHMETIC:
+            return ARITHMETIC[type(node.op)](number(node.operand))
+        if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
+            return ARITHMETIC[type(node.op)](number(node.left), number(node.right))
+        raise ValueError("not a number")
+
+    try:
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found = {}
+    for node in body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper():
+            try:
+                found[node.targets[0].id] = number(node.value)
+            except (ValueError, ZeroDivisionError):
+                pass
+    return found
+
+
+def settings_changed(folder, exercise, say):
+    """After a failure: each setting of the learner's file that is not what
+    the guide's listing has, as a Study Drill or Break It may have left it."""
+    mine, guides = settings(Path(folder) / exercise), settings(CODE / exercise)
+    for name, value in guides.items():
+        if name in mine and mine[name] != value:
+            say(f"Your file's `{name}` is {mine[name]!r}, the guide's {value!r}:"
+                f" a Study Drill's change left in?")
 
 
 def passed(exercise, count, say):
