@@ -72,9 +72,10 @@ grade: $(INSTALLED)
 bench: $(BENCH_INSTALLED) $(NODE_INSTALLED) packages
 	$(VENV)/bin/python -m tools.bench
 
-# check.py, the learner's checker, sets up the same virtualenv on its first run:
-# requirements.txt and the course's tools, as the package `tools` (pyproject.toml)
-$(INSTALLED): requirements.txt pyproject.toml
+# Everything in requirements.txt, and the course's tools as the package `tools`
+# (pyproject.toml). check.py, the learner's checker, sets up the same .venv
+# on its first run with only requirements-check.txt; this replaces it.
+$(INSTALLED): requirements.txt requirements-check.txt requirements-lab.txt pyproject.toml
 	$(PYTHON) check.py --set-up
 
 # huey and litequeue, which make bench measures tinyq against; check needs neither

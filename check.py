@@ -21,43 +21,53 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
-# Touched once .venv holds what these list (the Makefile's $(INSTALLED) too).
-INSTALLED = VENV / "installed"
-NEEDS = [ROOT / "requirements.txt", ROOT / "pyproject.toml"]
+# What each set-up installs, and the file it touches once .venv holds it:
+# checking needs only pytest and its kin (about 16 MB); make needs the
+# whole list (the site's pandoc and typst, the browser tests' Playwright:
+# about 470 MB more), and its touch file is the Makefile's $(INSTALLED).
+CHECKING = ROOT / "requirements-check.txt", VENV / "check-installed"
+EVERYTHING = ROOT / "requirements.txt", VENV / "installed"
+NEEDS = [ROOT / "requirements.txt", ROOT / "requirements-check.txt",
+         ROOT / "requirements-lab.txt", ROOT / "pyproject.toml"]
 
 
-def set_up():
-    """Build .venv from requirements.txt and the course's own package `tools`,
-    afresh: what `make` does before it checks anything."""
+def set_up(requirements, touch):
+    """Build .venv afresh from a requirements file and the course's own
+    package `tools`."""
     if sys.version_info < (3, 10):
         sys.exit(f"Python 3.10 or newer is needed; {sys.executable} is "
                  f"{sys.version.split()[0]}")
-    print(f"setting up the course's tools in {VENV} (once; about a minute, and it needs the "
-          f"network)…", file=sys.stderr, flush=True)
+    print(f"setting up the course's tools in {VENV} (once; it needs the network)…",
+          file=sys.stderr, flush=True)
     if VENV.is_symlink():
         VENV.unlink()                     # the link, never what it points to
     elif VENV.exists():
         shutil.rmtree(VENV)
     steps = [[sys.executable, "-m", "venv", str(VENV)],
-             [str(PYTHON), "-m", "pip", "install", "--quiet", "-r", str(NEEDS[0])],
+             # Python 3.11's venv brings setuptools (9 MB) that nothing here
+             # uses: pip builds the editable install with a setuptools of its own
+             [str(PYTHON), "-m", "pip", "uninstall", "--yes", "--quiet", "setuptools"],
+             [str(PYTHON), "-m", "pip", "install", "--quiet", "-r", str(requirements)],
              [str(PYTHON), "-m", "pip", "install", "--quiet", "--no-deps", "--editable",
               str(ROOT)]]
     for step in steps:
         if subprocess.run(step, cwd=ROOT).returncode != 0:
             sys.exit(f"setting up {VENV} failed at: {' '.join(step)}\n"
                      f"(its error is above); run this again once it is fixed")
-    INSTALLED.touch()
+    touch.touch()
 
 
 def ready():
-    return INSTALLED.is_file() and all(
-        need.stat().st_mtime <= INSTALLED.stat().st_mtime for need in NEEDS)
+    """Whether .venv holds what checking needs: its own set-up, or make's."""
+    return any(touch.is_file() and all(need.stat().st_mtime <= touch.stat().st_mtime
+                                       for need in NEEDS)
+               for _, touch in (CHECKING, EVERYTHING))
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--set-up"]:          # the Makefile's $(INSTALLED)
-        set_up()
+        set_up(*EVERYTHING)
         sys.exit(0)
     if not ready():
-        set_up()
+        set_up(*CHECKING)
     os.execv(PYTHON, [str(PYTHON), "-m", "tools.check", *sys.argv[1:]])

@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 import pytest
 
 from tools.harness import postgres
-from tests.browser import CHROMIUM, served
 from tests.harness.demo import demo_programs
 from tests.helpers import (SLOW_TIMEWARP, Terminals, fresh_copy, import_learner_file,
                            new_database, require)
@@ -94,6 +93,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def site_url(site_pages):
     """The built site, served over HTTP on a free localhost port."""
+    from tests.browser import served       # Playwright: not in a learner's checker
     with served(site_pages) as url:
         yield url
 
@@ -101,6 +101,7 @@ def site_url(site_pages):
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
+    from tests.browser import CHROMIUM
     if not CHROMIUM.exists():
         pytest.fail("Chromium is missing: `apt-get install chromium` "
                     "(make check installs it when it runs as root)")

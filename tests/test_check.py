@@ -426,3 +426,42 @@ def test_the_ticks_add_up_and_a_claim_is_told_once(tmp_path):
     assert len(ticks) == int(count), result.stdout
     claim = [tick for tick in ticks if tick.startswith("`main` wants naive or atomic")]
     assert len(claim) == 1, result.stdout
+
+
+def test_a_learners_first_check_installs_only_what_checking_needs(tmp_path):
+    """The first `python3 check.py` of a fresh copy of the course sets up
+    .venv with requirements-check.txt alone (pytest and its kin), not the
+    site's pandoc and typst or the browser tests' Playwright, and checks.
+    Needs the network, as that first run does."""
+    course = tmp_path / "jobs-course"
+    shutil.copytree(ROOT, course, ignore=shutil.ignore_patterns(
+        ".venv", "node_modules", "site", ".git", "__pycache__", "*.egg-info", ".pytest_cache"))
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    run = subprocess.run([sys.executable, str(course / "check.py"), "ex01"], cwd=folder,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "PASS: ex01_slow_signup.py" in run.stdout
+    installed = subprocess.run([str(course / ".venv" / "bin" / "python"), "-m", "pip", "list",
+                                "--format=freeze"], capture_output=True, text=True).stdout
+    names = {line.partition("==")[0].lower() for line in installed.split()}
+    assert {"pytest", "pytest-xdist", "sybil"} <= names, installed
+    assert not names & {"playwright", "pypandoc-binary", "typst", "fonttools", "jinja2",
+                        "psycopg"}, installed
+
+
+def test_a_hint_is_given_only_where_its_mistake_shows(tmp_path):
+    """Hints match what went wrong (the review of chapters 0-6, round four,
+    finding 14). ex07 with its Break It left in (`MAX_ATTEMPTS = 2`) gets the
+    hint about MAX_ATTEMPTS, not the one about jitter that ends at the same
+    step; ex01 with a retyped line gets no hint at all."""
+    folder = learner(tmp_path, "ex07_retries.py", "ex01_slow_signup.py")
+    ex07, ex01 = folder / "ex07_retries.py", folder / "ex01_slow_signup.py"
+    ex07.write_text(ex07.read_text().replace("MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2", 1))
+    ex01.write_text(ex01.read_text().replace(": account created", ": created", 1))
+    jitter, attempts = (next(m.hint for m in MISTAKES if m.what == what) for what in (
+        "no jitter: every retry waits its whole ceiling", "a job dies one attempt early"))
+    result = run_check(folder, "ex07")
+    assert result.returncode == 1
+    assert attempts in result.stdout and jitter not in result.stdout, result.stdout
+    result = run_check(folder, "ex01")
+    assert result.returncode == 1 and "Hint" not in result.stdout, result.stdout

@@ -123,3 +123,29 @@ def test_a_step_is_a_tests_function_or_a_transcripts_command():
 
 def commands_of(block):
     return [line[2:] for line in block.body if line.startswith("$ ")]
+
+
+def test_mistakes_that_share_a_step_each_say_what_their_failure_shows():
+    """Where two mistakes can stop at one step with one verdict, each has a
+    `shows`, so that a failure there gets the hint of the mistake it shows,
+    not every hint of the step (the review of chapters 0-6, round four,
+    finding 14)."""
+    sharing = defaultdict(list)
+    for mistake in MISTAKES:
+        for step in mistake.stops_at:
+            sharing[mistake.file, step, mistake.verdict].append(mistake)
+    unsaid = {mistake.what for together in sharing.values() if len(together) > 1
+              for mistake in together if not mistake.shows}
+    assert not unsaid, sorted(unsaid)
+
+
+def test_a_failure_that_shows_no_mistake_gets_no_hint():
+    """A step several mistakes stop at, failing in a way none of them shows
+    (a line retyped), gives no hint; failing as one of them shows, its hint."""
+    step = "python3 ex01_slow_signup.py"
+    retyped = ("`$ python3 ex01_slow_signup.py` printed something else.\n"
+               "-ann@example.com: account created\n+ann@example.com: created")
+    assert hints_for("ex01_slow_signup.py", step, results.FAIL, retyped) == []
+    swapped = "+ann@example.com: welcome email sent\n ann@example.com: account created"
+    assert hints_for("ex01_slow_signup.py", step, results.FAIL, swapped) == [
+        next(m.hint for m in MISTAKES if m.what.startswith("Study Drill 3's swap kept"))]

@@ -21,7 +21,9 @@ mistake, 130 interrupted.
 import argparse
 import ast
 import hashlib
+import importlib.util
 import operator
+import subprocess
 import json
 import os
 import re
@@ -32,7 +34,8 @@ from pathlib import Path
 
 from tools import grade, mistakes
 from tools.harness import results, steps
-from tools.harness.catalogue import CODE, FILES, GUIDE, OPTIONAL, section_ending, where_taught
+from tools.harness.catalogue import (CODE, FILES, GUIDE, LAB, OPTIONAL, ROOT, section_ending,
+                                     where_taught)
 
 PROGRESS = "course-progress.txt"
 CHECK_SECONDS = 300          # one exercise's check at the most; then TIMEOUT
@@ -210,12 +213,24 @@ def check(folder, exercise, say=print, seconds=CHECK_SECONDS):
             say(line)
         say(f"\n{results.ERROR}: {exercise} is not Python yet, so nothing of it could run.")
         return results.ERROR, time.monotonic() - start
+    if exercise in LAB and importlib.util.find_spec("psycopg") is None:
+        install_the_labs_library(say)
     run = Run(folder, exercise)
     try:
         verdict = narrate(run, exercise, start + seconds, say)
     finally:
         run.stop()
     return verdict, time.monotonic() - start
+
+
+def install_the_labs_library(say):
+    """psycopg, which the PostgreSQL lab needs and no other exercise: the
+    checker's first set-up leaves it out, and installs it here, once."""
+    say("installing psycopg, for the PostgreSQL lab (once; it needs the network)…")
+    if subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-r",
+                       str(ROOT / "requirements-lab.txt")]).returncode != 0:
+        raise Usage("installing psycopg failed (its error is above); check again once it is"
+                    " fixed")
 
 
 def narrate(run, exercise, deadline, say):
@@ -293,7 +308,8 @@ def failure(folder, exercise, problem, say):
 
 def hints(exercise, problem):
     """The hints of the classic mistakes that stop at this step."""
-    return mistakes.hints_for(exercise, mistakes.step_of(problem), problem["kind"])
+    return mistakes.hints_for(exercise, mistakes.step_of(problem), problem["kind"],
+                              f"{problem['claim']}\n{problem['output']}")
 
 
 # What a setting's value may be worked out from: numbers, + - * / // and a sign.

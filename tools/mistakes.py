@@ -14,14 +14,22 @@ Each is a Mistake:
   problems[0]), each named as `step_of` names it. A racy mistake lists
   every first step seen;
 - verdict: that step's kind, FAIL unless said (a crash is ERROR, a hang
-  TIMEOUT): a hint is given only to a failure of its kind.
+  TIMEOUT): a hint is given only to a failure of its kind;
+- shows: what the mistake makes the failure say, a regular expression
+  searched (re.MULTILINE) in the failing step's claim and output; the hint
+  is given only where it is found. Every mistake that shares a step with
+  another has one, so that each failure there gets only its own hint;
+  one alone at its steps may leave it out.
 
 tests/test_mutations.py checks every mistake as a learner does and holds
-its verdict and that its hint is shown; tests/test_mistakes.py checks,
-fast, that each one still applies to code/ and names steps that exist. The
-checker shows `hints_for(exercise, step, verdict)` at the step it stops at.
+its verdict and that its hint is shown (so `shows` is what it shows);
+tests/test_mistakes.py checks, fast, that each one still applies to code/
+and names steps that exist, and that mistakes sharing a step each have a
+`shows`. The checker shows `hints_for(exercise, step, verdict, said)` at
+the step it stops at.
 """
 import functools
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,6 +45,7 @@ class Mistake(NamedTuple):
     hint: str
     stops_at: tuple
     verdict: str = FAIL      # the kind of its first failing step (results.py)
+    shows: str = ""          # a regular expression its failure's words match
 
 
 def step_of(problem):
@@ -67,13 +76,15 @@ def console_blocks():
     return [block for block in guide.blocks(text) if "console" in block.classes]
 
 
-def hints_for(exercise, step, verdict):
+def hints_for(exercise, step, verdict, said=None):
     """The hints of every mistake in the exercise's file that stops at step
-    with that verdict: a crash where a mistake makes a wrong line is
-    another mistake, whose traceback says more than any hint."""
+    with that verdict (a crash where a mistake makes a wrong line is
+    another mistake, whose traceback says more than any hint), and whose
+    `shows` is in `said`, the failure's words (None: whatever they are)."""
     return [mistake.hint for mistake in MISTAKES
             if mistake.file == exercise and step in mistake.stops_at
-            and verdict == mistake.verdict]
+            and verdict == mistake.verdict
+            and (said is None or re.search(mistake.shows, said, re.MULTILINE))]
 
 
 def apply(mistake, folder):
@@ -94,6 +105,7 @@ MISTAKES = [
          "time.sleep(2)                        # talking to the mail server")],
         hint="Look at how long `send_welcome_email()` sleeps: does changing "
              "`MAIL_SERVER_SECONDS` still change it?",
+        shows=r"time\.sleep\(MAIL_SERVER_SECONDS\)",
         stops_at=("python3 ex01_slow_signup.py",)),
 
     Mistake("ex01_slow_signup.py", "Study Drill 3's swap kept: the email before the account", [
@@ -101,6 +113,7 @@ MISTAKES = [
          "    send_welcome_email(address)          # the user waits for this too\n    create_account(address)\n")],
         hint="Look at the order of the two calls in `signup()`: what becomes of the "
              "account when the email fails?",
+        shows=r"^\+(\S+): welcome email sent\n \1: account created",
         stops_at=("python3 ex01_slow_signup.py",)),
 
     Mistake("ex02_jobs.py", "handed in empty", [("", "")],
@@ -125,6 +138,7 @@ MISTAKES = [
     Mistake("ex03_memory_queue.py", "a stack, not a queue: the newest job first", [
         ("jobs = queue.Queue()", "jobs = queue.LifoQueue()")],
         hint="Look at the kind of queue `jobs` is: which job does the worker get first?",
+        shows=r"^\+\[ *4\.00 s\] worker: welcome email sent to cat@",
         stops_at=("python3 ex03_memory_queue.py",)),
 
     Mistake("ex03_memory_queue.py", "each signup waits for the worker (put, then join)", [
@@ -133,12 +147,14 @@ MISTAKES = [
          '    jobs.join()                          # make sure it went\n')],
         hint="Look at what `signup()` does after it puts the job in the queue: "
              "what is the user still waiting for?",
+        shows=r"^\+\[ *[\d.]+ s\] signup\(\S+\) answered after [12]\d{3}\.\d+ ms",
         stops_at=("python3 ex03_memory_queue.py",)),
 
     Mistake("ex03_memory_queue.py", "Study Drill 1's second worker left in", [
         ("    threading.Thread(target=worker, daemon=True).start()\n",
          "    for _ in range(2):\n        threading.Thread(target=worker, daemon=True).start()\n")],
         hint="Count the worker threads that `main()` starts (Study Drill 1 changed that).",
+        shows=r"^\+\[ *2\.\d\d s\] worker: welcome email sent to bob@",
         stops_at=("python3 ex03_memory_queue.py",)),
 
     Mistake("ex04_durable_queue.py", "ack before the work", [
@@ -245,11 +261,13 @@ MISTAKES = [
     Mistake("ex07_retries.py", "no jitter: every retry waits its whole ceiling", [
         ("wait = backoff(attempts, dice.random())", "wait = backoff(attempts, 1.0)")],
         hint="Look at the fraction `work()` hands to `backoff()`: where is the jitter?",
+        shows=r"^\+job 1, attempt 1: .*retry in 0\.50 s$",
         stops_at=("python3 ex07_retries.py work --seed 1",)),
 
     Mistake("ex07_retries.py", "a job dies one attempt early", [
         ("if attempts >= MAX_ATTEMPTS:", "if attempts + 1 >= MAX_ATTEMPTS:")],
         hint="Look at how `fail()` compares the attempts with `MAX_ATTEMPTS`.",
+        shows=r"^\+job \d+, attempt \d+: .*dead, giving up",
         stops_at=("python3 ex07_retries.py work --seed 1",)),
 
     # Full jitter becomes exponential backoff: 5,050 calls, 99 in step.
@@ -257,6 +275,7 @@ MISTAKES = [
         ("        return dice.uniform(0, ceiling)\n", "        return ceiling\n")],
         hint="Look at what `wait()` returns for the `full` policy: how does it differ "
              "from `exponential`?",
+        shows=r"^\+ full jitter +5,050 ",
         stops_at=("python3 herd.py",)),
 
     # Only writes at the same instant clash: far fewer calls with jitter.
@@ -264,12 +283,14 @@ MISTAKES = [
         ("        taken = written_at < read_at", "        taken = written_at < now")],
         hint="Look at how `contend()` decides that a write is taken: since when must "
              "nobody else have written?",
+        shows=r"^\+ (full|equal|decorrelated) jitter +199 ",
         stops_at=("python3 herd.py",)),
 
     Mistake("ex08_idempotency.py", "a key made fresh on every attempt", [
         ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{random.random()}"')],
         hint="Look at the idempotency key `charge_card()` makes: is it the same every "
              "time the same order is sent?",
+        shows=r"\A(?![\s\S]*^\+  bank: \S+ seen before)[\s\S]*^-  bank: charge-for-order-\d+ seen before",
         stops_at=("python3 ex08_idempotency.py work --seed 1",)),
 
     # Too little: one charge for five orders.
@@ -277,6 +298,7 @@ MISTAKES = [
         ('key = f"charge-for-order-{order_id}"', 'key = f"charge-for-{account}"')],
         hint="Look at what the idempotency key in `charge_card()` names: does each order "
              "get a key of its own?",
+        shows=r"^\+  bank: charge-for-alice seen before",
         stops_at=("python3 ex08_idempotency.py work --seed 1",)),
 
     # No transcript shows it, nor the two-process race test (the key is noted
@@ -352,6 +374,7 @@ MISTAKES = [
          '                break\n')],
         hint="Look at what `deliver()` does when the retry budget is spent: is the "
              "message at fault?",
+        shows=r"^\+with a 10% retry budget: .*; [1-9]\d* given up after 5 tries",
         stops_at=("python3 ex09_charge_worker.py budget",)),
 
     Mistake("ex09_charge_worker.py", "the retry budget counts messages, not calls", [
@@ -363,18 +386,21 @@ MISTAKES = [
          "    for attempt in range(attempts):\n        time_left = ")],
         hint="Look at where `budget.request()` is called: does it count every call to "
              "the provider, and nothing else?",
+        shows=r"^\+with a 10% retry budget: 110 calls",
         stops_at=("python3 ex09_charge_worker.py budget",)),
 
     Mistake("ex09_charge_worker.py", "no safe point: a cancel request is never checked", [
         ("        if asked[0]:", "        if False:")],
         hint="Look at `go_ahead()`: does it ever stop an operation whose client asked "
              "to cancel?",
+        shows=r"^\+the worker takes P4 to its gate, before any call: done",
         stops_at=("python3 ex09_charge_worker.py cancel",)),
 
     Mistake("ex09_charge_worker.py", "a put-back operation keeps no reason", [
         ('f"{error}; put back to try again"', "None")],
         hint="Look at how `see_through()` puts an operation back: what will a person, "
              "or its client, read in `last_error`?",
+        shows=r"^\+status of P3: waiting, charge unknown$",
         stops_at=("python3 ex09_charge_worker.py cancel",)),
 
     Mistake("ex09_charge_worker.py", "put-back waits that never grow", [
@@ -447,11 +473,13 @@ MISTAKES = [
          "    if False:\n")],
         hint="Look at `verify()`: what stops anyone who knows your address from posting "
              "an event?",
+        shows=r"^\+.* evt_9 \(.*\): recorded",
         stops_at=("python3 ex09_webhooks.py",)),
 
     Mistake("ex09_webhooks.py", "a delivery of any age taken", [
         ('    if int(fields["t"]) < clock() - TOLERANCE_SECONDS:\n', "    if False:\n")],
         hint="Look at `verify()`: how old may a signed event be when it comes?",
+        shows=r"^\+day 1 13:00  evt_1 .*: seen before",
         stops_at=("python3 ex09_webhooks.py",)),
 
     Mistake("ex09_webhooks.py", "the inbox written apart from the answer", [
@@ -466,6 +494,7 @@ MISTAKES = [
          "\" WHERE id = ?\",\n                         (state,")],
         hint="Look at the `UPDATE` in `apply()`: what does an event that comes late, or "
              "out of order, do to an answer already recorded?",
+        shows=r"^\+day 1 12:00  evt_1 \(charge\.paid, North/W1\): recorded",
         stops_at=("python3 ex09_webhooks.py",)),
 
     # ---- the capstone: each file graded on its own
@@ -480,6 +509,7 @@ MISTAKES = [
         ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
          "    (SELECT id FROM jobs WHERE status = 'running'\n")],
         hint="Look at the first subquery of `CLAIM`: which running jobs may it take?",
+        shows=r"is None\n.*= claim\(\)",
         stops_at=("test_a_claim_is_a_lease",)),
 
     Mistake("capstone/tinyq.py", "a claim that serves queued jobs before a dead worker's job", [
@@ -501,6 +531,7 @@ MISTAKES = [
          "UPDATE jobs SET status = 'running', attempts = attempts + 1,")],
         hint="Look at what `CLAIM` does to the job's `token`: does each claim hold a "
              "larger one than the claims before it?",
+        shows=r"\.token\b",
         stops_at=("test_a_claim_is_a_lease",)),
 
     Mistake("capstone/tinyq.py", "no burying: a job that kills its worker is claimed for ever", [
@@ -536,12 +567,14 @@ MISTAKES = [
         maybe_crash(job, "after the points, before the ack")''')],
         hint="Look at where `loyalty_points()` adds the points: do they commit together "
              "with the job's `done`?",
+        shows=r"holds (?!10 points)\d+ points",
         stops_at=("test_the_audit_passes_under_chaos",)),
 
     Mistake("capstone/shop.py", "an email key that changes with every attempt", [
         ("key=f\"welcome-{job.args['customer']}\")", "key=f\"welcome-{job.args['customer']}-{job.attempts}\")")],
         hint="Look at the key `welcome_email()` hands the mail server: is it the same "
              "at every attempt?",
+        shows=r"got (?!1 welcome)\d+ welcome emails",
         stops_at=("test_the_audit_passes_under_chaos",)),
 
     Mistake("capstone/shop.py", "a key the bank refuses, retried as if the network lost it", [
@@ -566,6 +599,7 @@ MISTAKES = [
         ("key=f\"fee-{job.args['customer']}\")", "key=f\"fee-{job.token}\")")],
         hint="Look at the key `signup_fee()` hands the bank: is it the same when the "
              "job is claimed again?",
+        shows=r"paid \$(?!5\.00)\d+\.\d\d",
         stops_at=("test_the_audit_passes_under_chaos",)),
 
     Mistake("capstone/shop.py", "a signup of separate statements instead of one transaction", [
