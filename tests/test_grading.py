@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tools import grade
-from tools.harness import catalogue, sandbox
+from tools.harness import catalogue, results, sandbox
 from tools.mistakes import MISTAKES, apply
 from tests.helpers import as_in_a_terminal
 
@@ -61,8 +62,10 @@ def repository_fingerprint():
 def progress(stderr, passed, jobs=grade.JOBS):
     """Whether stderr is grade.py's progress, and only that: a first line,
     then a line as each learner's grading ends (in any order: they are graded
-    side by side), numbered in order, then the time it took."""
-    lines = stderr.splitlines()
+    side by side), numbered in order, a line for each learner whose TIMEOUT
+    was graded again, then the time it took."""
+    lines = [line for line in stderr.splitlines()
+             if not re.fullmatch(r"graded again, alone: .+, .+ [A-Z ]+", line)]
     ended = [re.fullmatch(r"(\d+) of (\d+) graded: (.+), (\d+/\d+) passed \(\d+:\d\d so far\)",
                           line) for line in lines[1:-1]]
     assert all(ended), stderr
@@ -655,3 +658,40 @@ def test_a_copy_and_change_that_changed_more_names_the_file_it_was_compared_with
     assert result.returncode == 1
     assert ("compared with your ex04_durable_queue.py: changed or added, though the guide"
             " leaves as it was: enqueue") in result.stdout, result.stdout
+
+
+def test_a_timeout_is_graded_again_alone_before_it_stands(tmp_path, monkeypatch, capsys):
+    """A TIMEOUT may be the machine's, loaded by the other learners graded
+    beside it: once every learner is graded, each TIMEOUT is graded again,
+    with nothing else running, and the second verdict stands (the review of
+    chapters 0-6, round four: 11 of 28 reference shops TIMEOUT at 12 side by
+    side)."""
+    learners = []
+    for name in ("ann", "bob", "cat"):
+        (tmp_path / name).mkdir()
+        learners.append(tmp_path / name)
+    calls, active, lock = [], [], threading.Lock()
+
+    def graded(folder, exercises=(), workers=1, seconds=grade.LEARNER_SECONDS):
+        with lock:
+            active.append(folder.name)
+            calls.append((folder.name, tuple(exercises), len(active)))
+        again = sum(name == folder.name for name, *_ in calls) > 1
+        slow = folder.name == "bob" and not again      # the machine's fault, the first time
+        hangs = folder.name == "cat"                   # the learner's, every time
+        verdicts = {EX04: results.TIMEOUT if slow or hangs else results.PASS,
+                    "ex05_two_workers.py": results.PASS}
+        with lock:
+            active.remove(folder.name)
+        return {exercise: {"verdict": verdicts[exercise], "reread": "", "decided_by": None,
+                           "problems": []} for exercise in exercises or verdicts}
+
+    monkeypatch.setattr(grade, "grade", graded)
+    exercises = [EX04, "ex05_two_workers.py"]
+    grades = grade.grade_all(learners, [], exercises, jobs=3)
+    assert {name: grades[name][EX04]["verdict"] for name in grades} == {
+        "ann": results.PASS, "bob": results.PASS, "cat": results.TIMEOUT}
+    assert grades["bob"]["ex05_two_workers.py"]["verdict"] == results.PASS
+    again = calls[3:]
+    assert sorted(again) == [("bob", (EX04,), 1), ("cat", (EX04,), 1)]    # alone, that one
+    assert "graded again, alone" in capsys.readouterr().err
