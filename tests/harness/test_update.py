@@ -154,7 +154,7 @@ def test_lines_a_program_adds_go_into_the_guide(demo, shown):
 
 def test_a_block_that_fails_otherwise_is_not_rewritten(demo, monkeypatch):
     """A command still running at the end is an error in update mode too."""
-    monkeypatch.setattr(sessions.sandbox, "SYNC_TIMEOUT", 0.5)
+    monkeypatch.setattr(sessions.sandbox, "EXIT_TIMEOUT", 0.5)
     text, lines = guide_text(("console", "$ python3 worker.py\nworker: waiting\n"))
     new_text, rewritten, results = sessions.updated_text(text, demo)
     assert (new_text, rewritten) == (text, [])

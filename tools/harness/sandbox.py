@@ -35,6 +35,11 @@ TIMEWARP_FACTOR = 20          # sleeps run 20 times faster; clocks still agree
 # shorten both with COMMAND_TIMEOUT=seconds, to watch a hang being caught.
 COMMAND_TIMEOUT = float(os.environ.get("COMMAND_TIMEOUT", 60))
 SYNC_TIMEOUT = min(30, COMMAND_TIMEOUT)
+# How long a session waits for a command to end, where it must have ended (at
+# the session's end, or before a command starts in its terminal): the wait
+# that is short in the harness's own tests of "still running", while their
+# waits for output stay long.
+EXIT_TIMEOUT = SYNC_TIMEOUT
 
 # Files that running the exercises leaves behind: a transcript starts without them.
 LEFTOVERS = shutil.ignore_patterns(

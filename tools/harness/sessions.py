@@ -344,10 +344,10 @@ class Session:
 
     def wait_for_exit(self, command, moment):
         """Wait until the command ends, then compare all it printed with all the guide shows."""
-        if not command.process.wait_until(lambda lines, exited: exited, sandbox.SYNC_TIMEOUT):
+        if not command.process.wait_until(lambda lines, exited: exited, sandbox.EXIT_TIMEOUT):
             last_lines = "".join(command.process.printed()[-10:])
             raise TranscriptError(command.at, f"{command.label} is still running {moment} "
-                                  f"({sandbox.SYNC_TIMEOUT} s later); end it with ^C in the "
+                                  f"({sandbox.EXIT_TIMEOUT} s later); end it with ^C in the "
                                   f"transcript. Its last lines", last_lines,
                                   kind=TIMEOUT, command=command.text)
         want, got, matches = compared(command.expected, command.process.printed(),
