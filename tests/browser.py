@@ -27,6 +27,10 @@ def serious_violations(page, where="document"):
 
 
 BOOT_SECONDS = 60                # Pyodide boots in a few; a slow machine gets room
+# A page opens in a second; all.html, the whole guide, beside a heavy
+# neighbour once took more than Playwright's 30 s (issue 47). A wait ends
+# when its event comes, so room costs nothing where the page is quick.
+OPEN_SECONDS = 120
 # Every other wait is for something the page shows once its Python has
 # answered: on a busy machine that can take far longer than Playwright's 5 s.
 expect.set_options(timeout=30_000)
@@ -50,8 +54,13 @@ def served(folder):
         server.server_close()
 
 
+def visit(page, url):
+    """Open url in the page, waiting up to OPEN_SECONDS for it to load."""
+    page.goto(url, timeout=OPEN_SECONDS * 1000)
+
+
 def start_simulation(page, site_url, chapter, name, keyboard=False):
-    page.goto(f"{site_url}/{chapter}")
+    visit(page, f"{site_url}/{chapter}")
     sim = page.locator(f'.sim-mount[data-sim="{name}"]')
     start = sim.get_by_role("button", name="Start the simulation")
     if keyboard:

@@ -3,7 +3,7 @@ Playwright): its pages, their themes, answers, listings and navigation.
 The simulations' pages are tested in tools/sims/."""
 import pytest
 
-from tests.browser import AXE, serious_violations
+from tests.browser import AXE, serious_violations, visit
 
 
 CHAPTER = "the-waiter-who-cooks.html"        # has a listing, transcripts and answers
@@ -12,7 +12,7 @@ PAGES = ["index.html", CHAPTER, "glossary.html", "all.html"]
 
 @pytest.mark.parametrize("name", PAGES)
 def test_pages_load_without_errors_or_outside_requests(watched, site_url, name):
-    watched.goto(f"{site_url}/{name}")
+    visit(watched, f"{site_url}/{name}")
     watched.wait_for_load_state("networkidle")
     assert watched.locator("main h1").count() >= 1
     assert watched.problems == []
@@ -26,7 +26,7 @@ def test_no_serious_accessibility_violations(browser, site_url, name, scheme):
     # The page's CSP rightly refuses injected scripts; axe is a guest here.
     context = browser.new_context(color_scheme=scheme, bypass_csp=True)
     page = context.new_page()
-    page.goto(f"{site_url}/{name}")
+    visit(page, f"{site_url}/{name}")
     violations = serious_violations(page)
     context.close()
     assert violations == []
@@ -39,7 +39,7 @@ def background(page):
 def test_the_theme_toggle_switches_and_is_remembered(browser, site_url):
     context = browser.new_context(color_scheme="light")
     page = context.new_page()
-    page.goto(f"{site_url}/{CHAPTER}")
+    visit(page, f"{site_url}/{CHAPTER}")
     toggle = page.get_by_role("button", name="Dark theme")
     light = background(page)
     assert toggle.get_attribute("aria-pressed") == "false"
@@ -48,7 +48,7 @@ def test_the_theme_toggle_switches_and_is_remembered(browser, site_url):
     assert toggle.get_attribute("aria-pressed") == "true"
     dark = background(page)
     assert dark != light
-    page.goto(f"{site_url}/index.html")          # another page, same choice
+    visit(page, f"{site_url}/index.html")          # another page, same choice
     assert background(page) == dark
     page.get_by_role("button", name="Dark theme").click()
     assert background(page) == light
@@ -56,7 +56,7 @@ def test_the_theme_toggle_switches_and_is_remembered(browser, site_url):
 
 
 def test_an_answer_stays_folded_until_asked_for(watched, site_url):
-    watched.goto(f"{site_url}/{CHAPTER}")
+    visit(watched, f"{site_url}/{CHAPTER}")
     check = watched.locator(".check").first
     answer = check.locator("details p").first
     assert not answer.is_visible()
@@ -66,13 +66,13 @@ def test_an_answer_stays_folded_until_asked_for(watched, site_url):
 
 
 def test_answers_are_unfolded_in_print(watched, site_url):
-    watched.goto(f"{site_url}/{CHAPTER}")
+    visit(watched, f"{site_url}/{CHAPTER}")
     watched.emulate_media(media="print")
     assert watched.locator(".check details p").first.is_visible()
 
 
 def test_prompts_and_line_numbers_cannot_be_selected(watched, site_url):
-    watched.goto(f"{site_url}/{CHAPTER}")
+    visit(watched, f"{site_url}/{CHAPTER}")
     prompt = watched.locator("pre.console .prompt").first
     assert prompt.evaluate("e => getComputedStyle(e).userSelect") == "none"
     number = watched.locator(".listing pre code > span").first.evaluate(
@@ -85,7 +85,7 @@ def test_prompts_and_line_numbers_cannot_be_selected(watched, site_url):
 
 def test_diagrams_keep_their_columns(watched, site_url):
     """In the site's own font, every character of every diagram is one column wide."""
-    watched.goto(f"{site_url}/all.html")
+    visit(watched, f"{site_url}/all.html")
     uneven = watched.evaluate("""async () => {
         await document.fonts.ready;
         const pre = document.querySelector('pre.diagram');
@@ -111,7 +111,7 @@ def test_diagrams_keep_their_columns(watched, site_url):
 def test_a_phone_gets_a_contents_menu_and_no_sideways_scrolling(browser, site_url):
     context = browser.new_context(viewport={"width": 375, "height": 740})
     page = context.new_page()
-    page.goto(f"{site_url}/{CHAPTER}")
+    visit(page, f"{site_url}/{CHAPTER}")
     toc = page.locator("#toc")
     assert not toc.is_visible()
     page.get_by_role("button", name="Contents").click()
@@ -121,6 +121,6 @@ def test_a_phone_gets_a_contents_menu_and_no_sideways_scrolling(browser, site_ur
 
 
 def test_the_skip_link_is_the_first_stop(watched, site_url):
-    watched.goto(f"{site_url}/{CHAPTER}")
+    visit(watched, f"{site_url}/{CHAPTER}")
     watched.keyboard.press("Tab")
     assert watched.evaluate("document.activeElement.textContent") == "Skip to the content"

@@ -8,7 +8,7 @@ import re
 from playwright.sync_api import expect
 
 from tests.browser import (BOOT_SECONDS, answered, of_python, python_requests,
-                           start_simulation)
+                           start_simulation, visit)
 
 
 CHAPTER = "idempotency-making-repeats-harmless.html"    # the crash-timing explorer's
@@ -18,7 +18,7 @@ def test_python_starts_loading_when_a_simulation_comes_near(watched, site_url):
     """Python is not fetched while the reader is far from any simulation; it
     starts loading, before any click, once one is within a screen of the view."""
     fetched = python_requests(watched)
-    watched.goto(f"{site_url}/{CHAPTER}")
+    visit(watched, f"{site_url}/{CHAPTER}")
     watched.wait_for_load_state("networkidle")
     assert fetched == [], "Python was fetched with no simulation near the view"
     sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
@@ -34,7 +34,7 @@ def test_python_waits_for_start_when_the_browser_saves_data(watched, site_url):
     watched.add_init_script("""Object.defineProperty(Navigator.prototype, "connection",
         { get: () => ({ saveData: true }) });""")
     fetched = python_requests(watched)
-    watched.goto(f"{site_url}/{CHAPTER}")
+    visit(watched, f"{site_url}/{CHAPTER}")
     sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
     sim.scroll_into_view_if_needed()
     watched.wait_for_load_state("networkidle")
@@ -100,7 +100,7 @@ def test_a_boot_that_never_ends_gives_up_with_a_message(page, site_url):
     gives up after its boot timeout, says so, and offers to start again."""
     page.clock.install()
     page.route("**/pyodide.asm.wasm", lambda route: None)   # never answered
-    page.goto(f"{site_url}/the-worker-where-work-happens.html")
+    visit(page, f"{site_url}/the-worker-where-work-happens.html")
     sim = page.locator('.sim-mount[data-sim="race"]')
     # until the worker has asked for the wasm, which the route holds back
     with page.expect_request("**/pyodide.asm.wasm", timeout=BOOT_SECONDS * 1000):

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser import (BOOT_SECONDS, OVERFLOWING, STICKING_OUT, make_moves,
-                           python_requests, serious_violations, start_simulation)
+                           python_requests, serious_violations, start_simulation, visit)
 from tools.sims import folders
 
 SIMS = folders()
@@ -120,7 +120,7 @@ def test_started_from_the_keyboard_it_takes_the_focus_and_needs_only_the_trimmed
     the standard library the build trimmed: Pyodide's whole one (the
     fallback for a module the trimmed one lacks) is never fetched."""
     fetched = python_requests(watched)
-    watched.goto(f"{site_url}/{EVERY}")
+    visit(watched, f"{site_url}/{EVERY}")
     sim = watched.locator(f'.sim-mount[data-sim="{name}"]')
     fallback = watched.locator(f'.sim[data-sim="{name}"] > p')
     expect(fallback.first).to_be_visible()
