@@ -90,6 +90,10 @@ def test_workers_started_afresh_get_the_lab_queue_too(folder, server, start_meth
     sandbox.apply_edit(folder, "capstone/chaos_pg.py", 'if __name__ == "__main__":\n',
                        'if __name__ == "__main__":\n    import multiprocessing\n'
                        f'    multiprocessing.set_start_method("{start_method}")\n')
-    status, output = run_chaos(folder, "--seed 1 --customers 4 --chaos 0.3", server=server)
+    # A worker started afresh imports chaos_pg and psycopg anew at each
+    # restart, which the time warp cannot shorten: on a busy machine the run
+    # passed the supervisor's 60 s (issue 47). The limit is not what this is about.
+    status, output = run_chaos(folder, "--seed 1 --customers 4 --chaos 0.3", server=server,
+                               timeout=4 * sandbox.COMMAND_TIMEOUT, time_limit=600)
     assert status == 0 and "AUDIT PASSED: 4 customers" in output, output
     assert "worker crashes: 0" not in output, output
