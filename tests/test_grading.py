@@ -270,6 +270,9 @@ def built_on(name):
             *(exercise.file for exercise in catalogue.EXERCISES if name in exercise.runs)}
 
 
+# ex06's TIMEOUT is graded twice, the second time alone: past pytest.ini's
+# 300 s on a busy machine.
+@pytest.mark.timeout(900)
 def test_classic_mistakes_fail_their_exercise_and_no_other(tmp_path, mistakes_caught):
     """One learner who made a classic mistake (the first of tools/mistakes.py
     for that file) in six files, among them the files others build on: ex07,
