@@ -206,6 +206,12 @@ MISTAKES = [
         hint="Look at the `UPDATE` in `ack()`: which rows does it mark done?",
         stops_at=("python3 ex05_two_workers.py list",)),
 
+    Mistake("ex05_two_workers.py", "a naive claim that names its worker but leaves the job queued", [
+        ("    db.execute(\"UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?\",",
+         "    db.execute(\"UPDATE jobs SET worker = ? WHERE id = ?\",")],
+        hint="Look at the `UPDATE` in `claim_naive()`: what does it do to the job's status?",
+        stops_at=("test_ex05_a_claim_marks_its_job_running_by_its_worker",)),
+
     Mistake("ex06_leases.py", "a claim that never takes a job whose lease ran out", [
         ("                       OR (status = 'running' AND locked_until < ?)\n", ""),
         ("(WORKER, now + lease, now)", "(WORKER, now + lease)")],
@@ -286,6 +292,12 @@ MISTAKES = [
         shows=r"^\+ (full|equal|decorrelated) jitter +199 ",
         stops_at=("python3 herd.py",)),
 
+    Mistake("herd.py", "--seed read but never used: every run is seed 1's", [
+        ("contend(policy, args.clients, args.base, args.cap, args.seed)",
+         "contend(policy, args.clients, args.base, args.cap)")],
+        hint="Look at what `main()` does with `--seed`: does it reach the dice?",
+        stops_at=("test_herd_a_seed_repeats_its_run_and_another_seed_makes_another",)),
+
     Mistake("ex08_idempotency.py", "a key made fresh on every attempt", [
         ('key = f"charge-for-order-{order_id}"', 'key = f"charge-{random.random()}"')],
         hint="Look at the idempotency key `charge_card()` makes: is it the same every "
@@ -346,6 +358,12 @@ MISTAKES = [
         hint="Look at `transaction()`: if the `COMMIT` itself fails, what rolls the "
              "transaction back?",
         stops_at=("test_ex09_a_failed_commit_leaves_no_transaction_open",)),
+
+    Mistake("ex09_charge_worker.py", "a transaction rolled back on Exception only, not on Ctrl-C", [
+        ("    except BaseException:\n        with contextlib.suppress(sqlite3.OperationalError):",
+         "    except Exception:\n        with contextlib.suppress(sqlite3.OperationalError):")],
+        hint="Look at what `transaction()` catches: is Ctrl-C an `Exception`?",
+        stops_at=("test_ex09_a_ctrl_c_inside_a_transaction_undoes_it",)),
 
     # The gate's check and its record in two steps: a cancel lands between.
     Mistake("ex09_charge_worker.py", "the gate is not one transaction", [
@@ -504,6 +522,12 @@ MISTAKES = [
         hint="Look at the fence in `FINISH`: what stops a worker whose lease ran out "
              "from finishing the job?",
         stops_at=("test_queues_with_the_same_seed_still_fence_each_other",)),
+
+    Mistake("capstone/tinyq.py", "a transaction rolled back on Exception only, not on Ctrl-C", [
+        ("            self.db.execute(\"COMMIT\")\n        except BaseException:",
+         "            self.db.execute(\"COMMIT\")\n        except Exception:")],
+        hint="Look at what `transaction()` catches: is Ctrl-C an `Exception`?",
+        stops_at=("test_a_ctrl_c_inside_a_transaction_undoes_it",)),
 
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
         ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",

@@ -574,3 +574,17 @@ def test_the_claim_uses_an_index(tinyq, queue, statement, indexes):
 def test_the_database_is_in_wal_mode_and_commits_without_waiting_for_the_disk(queue):
     assert queue.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert queue.db.execute("PRAGMA synchronous").fetchone() == (1,)     # NORMAL
+
+
+def test_a_ctrl_c_inside_a_transaction_undoes_it(queue):
+    """Ctrl-C arrives as KeyboardInterrupt, which is not an Exception:
+    transaction() rolls back on it too, so what it wrote is gone and the
+    connection is not left holding its transaction (and, on SQLite, the
+    write lock every other worker waits for)."""
+    with pytest.raises(KeyboardInterrupt):
+        with queue.transaction():
+            queue.enqueue("email", {"to": "ann"})
+            raise KeyboardInterrupt
+    assert queue.counts() == {"queued": 0, "running": 0, "done": 0, "dead": 0}
+    queue.enqueue("email", {"to": "bob"})
+    assert queue.counts()["queued"] == 1

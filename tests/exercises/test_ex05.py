@@ -6,6 +6,7 @@ in a fresh copy, and is graded for it.
 """
 
 import collections
+import re
 import sqlite3
 import time
 
@@ -131,3 +132,17 @@ def test_ex05_work_without_naive_or_atomic_says_how_to_use_it(folder, command):
     status, output = sandbox.run(f"python3 ex05_two_workers.py {command}", folder)
     assert status == 1 and output == ("usage: python3 ex05_two_workers.py enqueue ADDRESS... "
                                       "| list | work naive|atomic | reset\n"), output
+
+
+@pytest.mark.parametrize("claim", ["claim_naive", "claim_atomic"])
+def test_ex05_a_claim_marks_its_job_running_by_its_worker(folder, claim):
+    """Either claim, the naive one too, marks the job it returns `running`
+    and names its worker: the naive one only leaves a gap between looking
+    and marking."""
+    status, output = sandbox.run(
+        "python3 -c \"import ex05_two_workers as ex; db = ex.connect(); "
+        "ex.enqueue(db, 'welcome_email', address='ann@example.com'); "
+        f"print(ex.{claim}(db)); ex.show(db)\"", folder)
+    assert status == 0, output
+    assert re.search(r"^  1  running  \{\"address\": \"ann@example\.com\"\}  worker \d+$",
+                     output, re.M), output

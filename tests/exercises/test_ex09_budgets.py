@@ -360,3 +360,17 @@ def test_ex09_a_failed_commit_leaves_no_transaction_open(ex09, tmp_path):
     with ex09.transaction(worker):                       # and the worker goes on
         ex09.spend(worker, 300, Clock())
     assert newcomer.execute("SELECT sum(cents) FROM spend").fetchone() == (500,)
+
+
+def test_ex09_a_ctrl_c_inside_a_transaction_undoes_it(ex09):
+    """Ctrl-C arrives as KeyboardInterrupt, which is not an Exception:
+    transaction() rolls back on it too, so the spend taken inside is given
+    back and the connection does not keep its transaction, and the write
+    lock every other worker waits for."""
+    db = ex09.open_db(":memory:")
+    with pytest.raises(KeyboardInterrupt):
+        with ex09.transaction(db):
+            ex09.spend(db, 100, Clock())
+            raise KeyboardInterrupt
+    assert not db.in_transaction
+    assert db.execute("SELECT count(*) FROM spend").fetchone() == (0,)

@@ -41,8 +41,9 @@ def _exercise(number, name, *more):
 # taught after the capstone. The capstone's three typed files, each graded
 # on its own; its outside world, capstone/world_given.py, is given, and its
 # transcripts (chaos.py's) count for chaos.py. Chapter 6's herd.py is an
-# optional experiment, graded by its transcripts alone; so is the lab's
-# chaos_pg.py, whose tests grade tinyq_pg.py, the queue it runs.
+# optional experiment, graded by its transcripts and a test of its seed; the
+# lab's chaos_pg.py by its transcripts alone, as its tests grade tinyq_pg.py,
+# the queue it runs.
 EXERCISES = (
     _exercise(1, "slow_signup"),
     _exercise(2, "jobs"),
@@ -57,7 +58,7 @@ EXERCISES = (
               "tests/exercises/test_ex09_budgets.py", "tests/exercises/test_ex09_payments.py"),
              given=("ex09_practice_given.py",)),
     Exercise("ex09_webhooks.py", ("tests/exercises/test_ex09_webhooks.py",), optional=True),
-    Exercise("herd.py", optional=True),
+    Exercise("herd.py", ("tests/exercises/test_herd.py",), optional=True),
     Exercise("capstone/tinyq.py", ("tests/capstone/test_tinyq.py", "tests/capstone/test_chaos.py")),
     Exercise("capstone/shop.py", ("tests/capstone/test_shop.py",)),
     Exercise("capstone/chaos.py", ("tests/capstone/test_chaos.py",),
