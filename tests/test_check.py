@@ -2,6 +2,7 @@
 learner uses it: from their folder of exercises, on files that pass, that
 hold a classic mistake, that will not compile, that hang, or are missing;
 interrupted with Ctrl-C; watching a file; remembering what passed."""
+import json
 import os
 import queue
 import re
@@ -465,3 +466,21 @@ def test_a_hint_is_given_only_where_its_mistake_shows(tmp_path):
     assert attempts in result.stdout and jitter not in result.stdout, result.stdout
     result = run_check(folder, "ex01")
     assert result.returncode == 1 and "Hint" not in result.stdout, result.stdout
+
+
+def test_json_writes_the_verdict_for_a_machine(tmp_path):
+    """--json FILE writes what a classroom's grader reads: the exercise, its
+    verdict, whether it passed, the steps ticked and every line the check
+    said; the exit status is the check's."""
+    folder = learner(tmp_path, "ex01_slow_signup.py")
+    result = run_check(folder, "ex01", "--json", str(tmp_path / "ex01.json"))
+    written = json.loads((tmp_path / "ex01.json").read_text())
+    assert result.returncode == 0, result.stdout
+    assert written["exercise"] == "ex01_slow_signup.py" and written["verdict"] == "PASS"
+    assert written["passed"] is True and written["steps_passed"] == len(
+        told(result.stdout, check.PASSED)) > 0
+    assert "PASS: ex01_slow_signup.py, all" in "\n".join(written["said"])
+    (folder / "ex01_slow_signup.py").write_text("")
+    result = run_check(folder, "ex01", "--json", str(tmp_path / "ex01.json"))
+    written = json.loads((tmp_path / "ex01.json").read_text())
+    assert result.returncode == 1 and written["verdict"] == "FAIL" and not written["passed"]

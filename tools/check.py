@@ -452,11 +452,26 @@ def about(folder, exercise):
 
 # ---------------------------------------------------------------- the command
 
-def check_and_record(folder, exercise):
+def check_and_record(folder, exercise, json_to=None):
+    """Check, say it, remember it in the progress file and, with json_to, a
+    JSON file for a machine (a classroom's grader): what the check said and
+    its verdict."""
     print(f"checking {exercise} (about {about(folder, exercise)} s)…", flush=True)
-    verdict, seconds = check(folder, exercise, say=lambda line: print(line, flush=True))
+    said = []
+
+    def say(line):
+        said.append(line)
+        print(line, flush=True)
+    verdict, seconds = check(folder, exercise, say=say)
     record(folder, exercise, verdict, seconds)
     show_progress(folder)
+    if json_to:
+        Path(json_to).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_to).write_text(json.dumps({
+            "exercise": exercise, "verdict": verdict, "passed": verdict == results.PASS,
+            "seconds": round(seconds, 1),
+            "steps_passed": sum(line.startswith(f"  {PASSED} ") for line in said),
+            "said": said}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return verdict
 
 
@@ -507,6 +522,9 @@ def check_as_asked(argv):
                         help="check it again each time you save it")
     parser.add_argument("--progress", action="store_true",
                         help="only show what has passed so far, and what comes next")
+    parser.add_argument("--json", metavar="FILE",
+                        help="also write the verdict and all the check said to FILE, as "
+                             "JSON, for a machine (a classroom's grader)")
     args = parser.parse_args(argv)
     try:
         folders = [name for name in args.names if Path(name).is_dir()]
@@ -524,7 +542,7 @@ def check_as_asked(argv):
     try:
         if args.watch:
             watch(folder, exercise)
-        return 0 if check_and_record(folder, exercise) == results.PASS else 1
+        return 0 if check_and_record(folder, exercise, args.json) == results.PASS else 1
     except KeyboardInterrupt:
         print("\nstopped (Ctrl-C): the check and every program it started are stopped.",
               file=sys.stderr)
