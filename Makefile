@@ -52,13 +52,14 @@ check: $(CHECK_NEEDS)
 transcripts: $(INSTALLED) packages
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) guide.md --update-transcripts
 
+# The lab's audits run all 20 seeds here and in soak, 5 in check.
 mutations: $(INSTALLED)
-	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m mutations tests/test_mutations.py
+	ALL_LAB_SEEDS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m mutations tests/test_mutations.py
 
 RUNS ?= 5
 HOGS ?= 4
 soak: $(INSTALLED) $(NODE_INSTALLED) packages
-	$(VENV)/bin/python tools/soak.py --runs $(RUNS) --hogs $(HOGS) --workers $(TEST_WORKERS)
+	ALL_LAB_SEEDS=1 $(VENV)/bin/python tools/soak.py --runs $(RUNS) --hogs $(HOGS) --workers $(TEST_WORKERS)
 
 # Quiet: progress on stderr, the table on stdout, nothing echoed. When a
 # learner did not pass everything, grade.py exits 1 and GNU make adds its one
