@@ -30,7 +30,10 @@ def new_site(tmp_path_factory):
     assert sorted(EXAMPLE) == [f"tools/sims/queue_depth/{name}" for name in
                                ("engine.py", "test_page.py", "view.css", "view.js")]
     root = tmp_path_factory.mktemp("new-simulation")
-    shutil.copytree(ROOT / "tools", root / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    # Without a queue_depth of the tree's own: a maintainer who follows the
+    # example adds one, and this copy must hold the example's alone.
+    shutil.copytree(ROOT / "tools", root / "tools",
+                    ignore=shutil.ignore_patterns("__pycache__", "queue_depth"))
     # code/ copied, not linked: the standard library's measure runs Pyodide
     # under Node on this folder, and its file system does not follow a link out.
     shutil.copytree(ROOT / "code", root / "code", ignore=shutil.ignore_patterns("__pycache__"))
