@@ -22,11 +22,11 @@ import argparse
 import ast
 import hashlib
 import importlib.util
-import operator
-import subprocess
 import json
+import operator
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -332,7 +332,7 @@ def settings(path):
 
     try:
         body = ast.parse(path.read_text(encoding="utf-8")).body
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError):
         return {}
     found = {}
     for node in body:
@@ -340,7 +340,7 @@ def settings(path):
                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper():
             try:
                 found[node.targets[0].id] = number(node.value)
-            except (ValueError, ZeroDivisionError):
+            except (ValueError, ZeroDivisionError, RecursionError):
                 pass
     return found
 
@@ -543,6 +543,9 @@ def check_as_asked(argv):
         if args.watch:
             watch(folder, exercise)
         return 0 if check_and_record(folder, exercise, args.json) == results.PASS else 1
+    except Usage as problem:                 # what the check needed could not be set up
+        print(f"check.py: {problem}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\nstopped (Ctrl-C): the check and every program it started are stopped.",
               file=sys.stderr)
