@@ -21,14 +21,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
-# What each set-up installs, and the file it touches once .venv holds it:
-# checking needs only pytest and its kin (about 16 MB); make needs the
-# whole list (the site's pandoc and typst, the browser tests' Playwright:
-# about 470 MB more), and its touch file is the Makefile's $(INSTALLED).
-CHECKING = ROOT / "requirements-check.txt", VENV / "check-installed"
-EVERYTHING = ROOT / "requirements.txt", VENV / "installed"
-NEEDS = [ROOT / "requirements.txt", ROOT / "requirements-check.txt",
-         ROOT / "requirements-lab.txt", ROOT / "pyproject.toml"]
+# What each set-up installs, the file it touches once .venv holds it, and
+# the files it reads (a newer one makes it stale): checking needs only
+# pytest and its kin (about 16 MB); make needs the whole list (the site's
+# pandoc and typst, the browser tests' Playwright: about 470 MB more), and
+# its touch file is the Makefile's $(INSTALLED).
+CHECKING = (ROOT / "requirements-check.txt", VENV / "check-installed",
+            [ROOT / "requirements-check.txt", ROOT / "pyproject.toml"])
+EVERYTHING = (ROOT / "requirements.txt", VENV / "installed",
+              [ROOT / "requirements.txt", ROOT / "requirements-check.txt",
+               ROOT / "requirements-lab.txt", ROOT / "pyproject.toml"])
 
 
 def set_up(requirements, touch):
@@ -45,8 +47,9 @@ def set_up(requirements, touch):
         shutil.rmtree(VENV)
     steps = [[sys.executable, "-m", "venv", str(VENV)],
              # Python 3.11's venv brings setuptools (9 MB) that nothing here
-             # uses: pip builds the editable install with a setuptools of its own
-             [str(PYTHON), "-m", "pip", "uninstall", "--yes", "--quiet", "setuptools"],
+             # uses: pip builds the editable install with a setuptools of its
+             # own. (-qq: from 3.12 there is none, and nothing to say.)
+             [str(PYTHON), "-m", "pip", "uninstall", "--yes", "-qq", "setuptools"],
              [str(PYTHON), "-m", "pip", "install", "--quiet", "-r", str(requirements)],
              [str(PYTHON), "-m", "pip", "install", "--quiet", "--no-deps", "--editable",
               str(ROOT)]]
@@ -60,14 +63,14 @@ def set_up(requirements, touch):
 def ready():
     """Whether .venv holds what checking needs: its own set-up, or make's."""
     return any(touch.is_file() and all(need.stat().st_mtime <= touch.stat().st_mtime
-                                       for need in NEEDS)
-               for _, touch in (CHECKING, EVERYTHING))
+                                       for need in reads)
+               for _, touch, reads in (CHECKING, EVERYTHING))
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--set-up"]:          # the Makefile's $(INSTALLED)
-        set_up(*EVERYTHING)
+        set_up(*EVERYTHING[:2])
         sys.exit(0)
     if not ready():
-        set_up(*CHECKING)
+        set_up(*CHECKING[:2])
     os.execv(PYTHON, [str(PYTHON), "-m", "tools.check", *sys.argv[1:]])

@@ -271,13 +271,7 @@ def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     gives up."""
     start = time.monotonic()
     side_by_side = min(jobs, len(learners))
-    # Most tests wait for the programs they run: as make check does, run
-    # twice as many test processes as there are cores, shared by the learners.
-    # A test process costs about a second of CPU to start, more than a few
-    # exercises' tests gain from it: at most one per exercise asked for.
-    workers = max(1, 2 * (os.cpu_count() or 1) // side_by_side)
-    if only:
-        workers = min(workers, len(only))
+    workers = test_processes(side_by_side, only)
     print(f"grading {len(learners)} learners, {side_by_side} side by side",
           file=sys.stderr, flush=True)
     grades = {}
@@ -304,6 +298,16 @@ def grade_all(learners, only, exercises, jobs, seconds=LEARNER_SECONDS):
     return {learner.name: grades[learner.name] for learner in learners}
 
 
+def test_processes(side_by_side, exercises):
+    """How many test processes each learner's grading gets. Most tests wait
+    for the programs they run: as make check does, run twice as many as
+    there are cores, shared by the learners graded side by side. A test
+    process costs about a second of CPU to start, more than a few
+    exercises' tests gain from it: at most one per exercise asked for."""
+    workers = max(1, 2 * (os.cpu_count() or 1) // side_by_side)
+    return min(workers, len(exercises)) if exercises else workers
+
+
 def grade_timeouts_again(learners, exercises, grades, seconds):
     """Grade each TIMEOUT again, one learner at a time with nothing else
     running, and let that verdict stand: the first may have been the
@@ -314,8 +318,7 @@ def grade_timeouts_again(learners, exercises, grades, seconds):
                 if mark == results.TIMEOUT]
         if not slow:
             continue
-        again = grade(learner, slow, max(1, min(len(slow), 2 * (os.cpu_count() or 1))),
-                      seconds)
+        again = grade(learner, slow, test_processes(1, slow), seconds)
         grades[learner.name].update({exercise: again[exercise] for exercise in slow
                                      if exercise in again})
         print(f"graded again, alone: {learner.name}, " + ", ".join(
