@@ -59,18 +59,19 @@ EXERCISES = (
              given=("ex09_practice_given.py",)),
     Exercise("ex09_webhooks.py", ("tests/exercises/test_ex09_webhooks.py",), optional=True),
     Exercise("herd.py", ("tests/exercises/test_herd.py",), optional=True),
-    Exercise("capstone/tinyq.py", ("tests/capstone/test_tinyq.py", "tests/capstone/test_chaos.py")),
+    Exercise("capstone/tinyq.py", ("tests/capstone/test_tinyq.py", "tests/capstone/test_chaos.py",
+                                   "tests/capstone/test_killed_workers.py")),
     Exercise("capstone/shop.py", ("tests/capstone/test_shop.py",)),
     Exercise("capstone/chaos.py", ("tests/capstone/test_chaos.py",),
              given=("capstone/world_given.py",), runs=("capstone/tinyq.py", "capstone/shop.py")),
     Exercise("capstone/races_pg.py", ("tests/capstone/test_races_pg.py",),
              optional=True, lab=True),
-    # test_tinyq.py holds tinyq's promises on both backends; test_chaos.py
-    # ends with the queue check, on both too (tests/capstone/conftest.py).
+    # test_tinyq.py holds tinyq's promises on both backends, and
+    # test_killed_workers.py the queue check (tests/capstone/conftest.py).
     Exercise("capstone/tinyq_pg.py", ("tests/capstone/test_tinyq.py",
                                       "tests/capstone/test_chaos_pg.py",
                                       "tests/capstone/test_tinyq_pg.py",
-                                      "tests/capstone/test_chaos.py"),
+                                      "tests/capstone/test_killed_workers.py"),
              optional=True, lab=True),
     Exercise("capstone/chaos_pg.py", optional=True, lab=True),
 )
