@@ -4,12 +4,38 @@ Usage:  python3 tools/build.py [--guide FILE] [--out DIR] [--no-extras]
 
 It runs in the course's virtual environment, .venv/, which `make site`
 makes once from requirements.txt: started by any other Python, it starts
-itself again with .venv/bin/python (see python_for_build).
-One pandoc run renders every HTML page; jinja2 puts each into the page
-template. The site is built in a temporary folder beside the output and
-swapped in only when everything succeeded, so a failed build leaves the
-previous site as it was. Problems in guide.md are reported as
-guide.md:LINE: message, with exit status 1.
+itself again with .venv/bin/python. Before `make` has set .venv/ up, it
+builds with a Python that can import what it needs (NEEDS), and any other
+stops with exit status 1 and says to run `make site` (python_for_build).
+
+The recipe, in main():
+1. find the pinned pandoc (3.9, from pypandoc-binary) and refuse any other;
+2. read guide.md with tools/guide.py: check every div, simulation name and
+   include, and expand each include into the listing it names (the
+   expanded guide is also published as site/guide.md);
+3. run pandoc once, with tools/site.lua as a custom writer: it applies the
+   block filters of tools/blocks.lua (transcripts, diagrams, numbered
+   listings, folded answers, simulation mounts, exercise headings, the
+   Python boxes and their examples), splits the guide into one page per
+   chapter, points each #anchor link at the page that holds it, and returns
+   everything as JSON;
+4. put each page into tools/templates/ (jinja2), copy tools/static/ and the
+   given files (site/given/); copy the simulations' page code from
+   tools/sims/ into site/static/sims/, Pyodide from node_modules/pyodide
+   into site/pyodide/, and pack the simulations' Python into
+   site/static/sims/course.zip, beside their standard library, stdlib.zip
+   (tools/sims/package.py);
+5. meanwhile, in threads of their own, make the EPUB (pandoc -t epub3) and
+   the PDF (pandoc -t typst, set by the typst package), with the same
+   filters;
+6. build all of this in a temporary folder beside the output, and swap it
+   in only when every step succeeded, so a failed build leaves the previous
+   site as it was.
+
+Problems in guide.md are reported as guide.md:LINE: message, with exit
+status 1. Pandoc runs with --fail-if-warnings, and any warning it prints
+stops the build too; its line numbers, of the expanded text, are mapped
+back to guide.md's (point_at_guide).
 """
 import argparse
 import importlib.util

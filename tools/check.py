@@ -13,6 +13,17 @@ grading's limits on time, CPU and memory. It prints each step as it passes
 them, and at the first that fails, what went wrong, the section to reread
 and, when the failure is a classic mistake's, a hint (tools/mistakes.py).
 
+A syntax error is found before pytest starts, with compile(). Otherwise
+the check is one pytest process (with its xdist workers, WORKERS),
+`--exercise FILE --steps-to TEMP`, that grade.start_grading starts with grading's limits and tag, and grade.stop
+ends: at the first failing step, at CHECK_SECONDS, or on Ctrl-C. That
+process writes the plan of the exercise's steps and each step as it ends
+(tools/harness/steps.py); the checker prints the steps in the plan's order
+as they arrive and stops at the first that failed, so its ✘ step is the
+problem that grading tells first. Before a check it says how long the check
+takes, "about N s": the learner's own last time for that exercise, from the
+progress file, or else ABOUT's (10 s for an exercise it lacks).
+
 The progress file, course-progress.txt in the learner's folder, remembers
 each exercise that passed, with its file's digest: a file edited since then
 counts as not checked. Exit status: 0 passed, 1 did not, 2 a usage

@@ -5,31 +5,55 @@ Usage:  python3 tools/grade.py CLASS [--exercise FILE]...   (make grade CLASS=fo
 Each learner is graded as `make check WORK=folder` grades one: the guide's
 transcripts and the claims tests, run against their files (with --exercise,
 only those exercises' tests, and only their columns). Each learner gets a
-fresh pytest process, in a process group of its own, with a time limit and
-limits on its CPU time and memory, so one learner's disaster (a hang, a
+fresh pytest process, in a process group of its own, with a time limit
+(LEARNER_SECONDS, 20 minutes; --time-limit SECONDS) and limits on its CPU
+time and memory (LEARNER_LIMITS), so one learner's disaster (a hang, a
 crash, a syntax error) ends only their own row; the process writes the
 learner's verdicts and problems to a results file (--results-json, see
-tools/harness/results.py), and this reads them from there. Learners are
-graded side by side, two at once for each core (--jobs N); once all are
-graded, each TIMEOUT is graded again with nothing beside it, and that
-verdict stands.
+tools/harness/results.py), and this reads them from there. A grading that
+runs past its time is stopped as Ctrl-C would stop it, so that pytest stops
+the commands it started (each in a process group of its own), then, if it
+has not ended STOP_GRACE seconds later, killed with its group; the
+learner's row reads TIMEOUT.
+Every process of a learner's grading inherits GRADING_TAG in its
+environment, set to a value of its own; when the grading ends, however it
+ends, whatever still carries the tag is killed, so no learner's program
+outlives their grading. tools/check.py starts and stops its one pytest
+process the same way (start_grading, stop).
+
+Learners are graded side by side, two at once for each core (--jobs N; see
+JOBS: most of a grading waits for the programs it runs, so one a core left
+the cores idle, and six a core loaded the machine until correct chaos runs
+timed out); once all are graded, each TIMEOUT is graded again with nothing
+beside it, and that verdict stands. The pytest processes share twice as
+many xdist workers as there are cores (with --exercise, at most one per
+exercise: see test_processes).
 
 It writes, in CLASS:
   grades.csv          one row per learner, one column per exercise (an
-                      optional file, Chapter 6's herd.py or one of Chapter
-                      11's lab, only if some learner handed it in; "-" for
-                      those who did not)
+                      optional file, Chapter 6's herd.py, Chapter 11's
+                      ex09_webhooks.py or one of Chapter 12's lab, only if
+                      some learner handed it in; "-" for those who did not)
   grades.md           the same table, each name linking to the learner's report
   reports/NAME.md     per learner: each exercise's verdict and, under each
                       that did not pass, the section to reread and the
                       steps that failed, the first one first
-all at once at the end: until then the files of an earlier grading stay as
+all at once at the end: they are written in a temporary folder first and
+renamed into place, so until then the files of an earlier grading stay as
 they were (an interrupted grading leaves them so). A learner folder may
 not be called `reports`. It prints its progress to stderr (a line as each
 learner's grading ends) and the Markdown table to stdout. Exit status: 0
 when every learner passed everything, 1 otherwise, 2 for a usage mistake.
-Ctrl-C or SIGTERM stops every learner's grading and writes nothing (exit
-status 130 or 143, as a shell reports them).
+Ctrl-C stops every learner's grading in progress (as above) and writes
+nothing: it exits 130 with one line, `grading interrupted: nothing
+written`. SIGTERM, from a CI limit, `timeout` or a service manager, does
+the same, and it exits 143 with `grading stopped by SIGTERM: nothing
+written` (130 and 143 are what a shell reports for them).
+
+`make grade` echoes nothing (@). When a learner failed, grade.py exits 1
+and GNU make adds `make: *** [Makefile:NN: grade] Error 1`: make prints
+that line for every failing recipe, and the one way to hide it (`-` with
+-s) also turns the exit status to 0.
 """
 import argparse
 import concurrent.futures
@@ -193,7 +217,7 @@ def markdown(header, rows):
 
 def report(learner, exercises, graded, folder, seconds=LEARNER_SECONDS):
     """A learner's report, in Markdown: why each exercise got its verdict.
-    The lab's files they did not hand in are left out."""
+    The optional files they did not hand in are left out."""
     verdicts = marks(exercises, graded, folder)
     exercises = [name for name, mark in zip(exercises, verdicts) if mark != NOT_HANDED_IN]
     verdicts = [mark for mark in verdicts if mark != NOT_HANDED_IN]

@@ -4,7 +4,9 @@ The one reader of the guide: the build uses it to check the guide and expand
 every include before pandoc sees it; the transcript harness and the tests use
 it to find the blocks they check. Every problem is reported as a GuideError
 carrying the guide.md line it belongs to. It imports none of the course's
-other modules: the build hands it the simulations' names.
+other modules: the build hands it the simulations' names, which it checks,
+so the harness, grading and tools/load.py read the guide without loading
+tools/sims/ (tests/test_guide.py starts a fresh Python to make sure).
 """
 import ast
 import re

@@ -8,8 +8,9 @@ passes on an idle machine shows up here, not in CI on a bad day.
 A hog is a Python busy loop (`while True: pass`), one per CPU it takes. The
 hogs start before the first run and are stopped, by their own ids, when the
 last run ends, when a run cannot start, or at Ctrl-C. Each run's output goes
-to a log of its own; a line per run says how it ended. Exits 0 only if every
-run passed; 130 at Ctrl-C, 143 at SIGTERM.
+to a log of its own, in a temporary folder (soak-*) that it names; a line
+per run says how it ended. Exits 0 only if every run passed; 130 at Ctrl-C,
+143 at SIGTERM.
 """
 import argparse
 import signal

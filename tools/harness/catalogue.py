@@ -7,6 +7,11 @@ files its transcripts run, and the test modules that grade it. Grading's
 order, columns and collected test files, the summary, tools/load.py and
 the README's counts all come from this list; where each exercise is taught
 comes from the guide (the chapter and section of its first listing).
+
+A console block counts for the exercise that its session's commands name
+first (exercise_of): so the guide's capstone transcripts count for chaos.py,
+the file they run, except Chapter 9's `python3 -m doctest tinyq.py` and its
+unique_key drill, which imports tinyq: those count for capstone/tinyq.py.
 """
 
 import re

@@ -1,11 +1,33 @@
 """Whether a command printed what the guide shows.
 
-The guide's text and the program's output are compared line by line with
-doctest's `...` (ELLIPSIS only). Before that, the output is given the
-guide's process ids (by identity: the first pid printed stands for the first
-one shown) and its timings where they are close, since neither can be the
-same from run to run. CONTRIBUTING.md describes the rules in prose; keep the
-two in step.
+Transcripts show values exactly as a real run printed them. Before
+comparing, the command's actual output is changed in two ways, and no
+others, since neither value can be the same from run to run (normalise):
+
+- Timings. A timing (TIMING) is a number followed by an optional space and
+  `s` or `ms` as a whole word: `2.00 s`, `6.01s`, `0.029 ms`. If the
+  expected and the actual output of a command hold as many timings, they
+  are paired in order; if not (a `...` line hiding some, say), none is.
+  Where a pair's units match and the actual value is within max(10% of the
+  expected value, 0.05 s) of the expected one (0.05 s is 50 ms for values
+  in ms), the actual number is replaced by the expected one; with
+  timings="late", also when it is later by up to LATE_SECONDS more; with
+  timings="vary", whatever the value (close_timing). Only the number
+  changes: a different unit or spacing still shows in the diff, and so
+  does a value out of tolerance.
+- Process ids. A number after `pid`, `PID` or `worker`, then a space or `=`,
+  is a process id (PID). They are paired by identity, not position: the
+  first distinct pid in the actual output stands for the first distinct pid
+  in the expected output, the second for the second, and every occurrence
+  is replaced. So one process keeps one number throughout a command's
+  output, a `...` may hide some of its lines, and a process the guide does
+  not show keeps its own number and fails the comparison.
+
+Then the lines, without trailing spaces or blank lines at the end (tidy),
+are compared with doctest.OutputChecker and the ELLIPSIS option only (no
+whitespace normalisation): a line that is exactly `...` stands for any
+number of lines, none included. CONTRIBUTING.md sums these rules up for a
+transcript's writer (§Markup, §Normalisation); keep the two in step.
 
 For the update mode, `brought_up_to_date` writes a command's new output in
 the guide's terms: the lines that still match kept as the guide has them.

@@ -5,8 +5,21 @@ with one line per exercise: PASS, FAIL, ERROR (the program crashed), TIMEOUT
 no PostgreSQL server can start; results.py); a problem also names
 the chapter and section to reread. With --results-json PATH it also writes
 them to a JSON file, which grading reads. It works the same with -n
-(pytest-xdist): its scheduler keeps a session's blocks in one worker, and
-the summary is counted from the reports the workers send.
+(pytest-xdist): its scheduler keeps a session's blocks in one worker, in
+order (xdist's own `--dist loadgroup` no longer groups anything under
+pytest 9), and runs the tests of the files that pytest.ini's `run_together`
+patterns match one after another in one worker (a test that opens a page in
+a file no pattern matches is a usage error); each worker attaches what the
+summary needs to its reports, as a user property, and the process that
+reports counts those, so the per-exercise lines are the same with -n as
+without.
+
+A failed step's kind travels as data (results.py): a transcript's with the
+sandbox.Failure that sessions.py returns to Sybil, a test's from its
+exception (`kind_of_test_failure`). Whether a PostgreSQL server can start is
+asked once, in pytest_configure, so that xdist's controller, which counts,
+knows too: where none can, a lab file handed in is NOT GRADED, with the
+reason, and none of its tests run.
 
 With --steps-to FOLDER it also tells each step as it ends, in files that
 the learner's checker reads (steps.py).

@@ -27,7 +27,8 @@ block that failed before any command ran). `silent` is true for a step that
 does not say why it failed (see `verdict_of`). The kind comes with the
 failure as data, from where it happened: sessions.py's diff of the lines
 (`kind_of_printed`) or its timeout, sandbox.py's import check, or the
-test's exception (plugin.py), never from a message's words. The problems
+test's exception (plugin.py), never from a message's words, so that
+rewording a message cannot change a grade. The problems
 are in the order the steps come:
 the guide's transcripts in the guide's order (the path the learner walks),
 then the tests, file by file, in the order they are written; so
@@ -35,7 +36,10 @@ problems[0] is the step that comes first. `decided_by` is the
 index of the problem whose kind is the verdict (see `verdict_of`).
 `reread`, `decided_by` and `problems` are filled under a FAIL, ERROR or
 TIMEOUT only (None, None and [] otherwise). tools/grade.py reads the file
-back with `read`.
+back with `read`. A failed step's problem also goes, as it ends, to the
+learner's checker (steps.py), which uses its `command` to tick the
+commands of a failing block that came before it and to find a classic
+mistake's hint (tools/mistakes.py's `step_of`).
 """
 
 import json

@@ -7,6 +7,24 @@ the tests, and with the time warp (timewarp/sitecustomize.py) on its
 PYTHONPATH. `run` runs one command to its end; `Process` is one command
 that others (the transcript sessions, the claims tests) read as it runs.
 `import_fails` checks that a learner's file imports before a test imports it.
+
+A command's environment (child_environment) is the caller's without any
+PYTHON* variable, plus: `python3` first on PATH, a link to the interpreter
+running the tests, which through it does not see the virtualenv's packages
+(exercises use only the standard library); PYTHONUNBUFFERED=1, so that
+prints and tracebacks come out in the order a terminal shows them;
+PYTHONDONTWRITEBYTECODE=1 and LC_ALL=C.UTF-8; and the time warp:
+PYTHONPATH=timewarp/, TIMEWARP=20 (TIMEWARP_FACTOR, or a session's
+`timewarp`) and TIMEWARP_CLOCK, the shared clock file, when there is one.
+SIGINT has its default action in every command, even when the tests run as
+a background job of a shell (which ignores it for its jobs). Every process
+a command starts has LIMITS: 120 s of CPU, 2 GiB of memory, 100 MiB in any
+file it writes. A command that `run` runs may take COMMAND_TIMEOUT (60 s),
+and a transcript waits at most SYNC_TIMEOUT (30 s) for output;
+COMMAND_TIMEOUT=seconds in the environment sets the first, and the second
+to at most that (the grader's tests use it to catch a hang quickly). Runs
+of `run` get no shared clock unless they are given one,
+clock=new_clock(path): each process keeps its own skip.
 """
 
 import atexit

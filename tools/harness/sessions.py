@@ -7,6 +7,24 @@ at a time (sandbox.Process), while the harness reads what every command
 prints and waits, at the end of each block and before each ^C, until it has
 printed what the guide shows so far (compare.py).
 
+How a session runs. It gets a fresh temporary folder (in /dev/shm where the
+machine has it) holding a copy of the folder under test, code/ or the
+learner's with --work (sandbox.copy_sources: for a session whose commands
+name an exercise, code/ with the learner's copy of that one file). Hidden
+files, __pycache__ and the files a run leaves behind (*.db, *.db-wal,
+*.db-shm, outbox.txt) are not copied, so every session starts from a clean
+folder; the files its commands write stay there for its later blocks. Each
+command runs in that folder with `bash -c` (sandbox.Process: a process
+group of its own, no standard input, the environment and limits that
+sandbox.py describes), or, after a `$ cd DIR` in the same terminal, in DIR,
+as a terminal would (Chapter 9 goes into capstone/ once and stays there).
+Its exit status is not checked; what it prints is. The session's clock file
+(TIMEWARP_CLOCK) lies outside the copy, so that an `ls` does not show it. A
+session whose first block says database="postgresql" gets a private server
+(postgres.py), whose address its commands find in $DATABASE, with psycopg
+on their PYTHONPATH. When a block fails, or the run is cut short, every
+process the session started is stopped.
+
 At a person's pace (pace=1, or pace=3 for a slow person), the harness also
 pauses before each command and each ^C, as a person at the keyboard would,
 on the session's virtual clock.

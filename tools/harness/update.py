@@ -1,16 +1,47 @@
-"""The update mode: `pytest guide.md --update-transcripts` (`make transcripts`)
-rewrites each console block whose commands printed something else, for a
-maintainer to review as a `git diff`.
+"""The update mode: `pytest guide.md --update-transcripts` (`make transcripts`,
+which runs it with -n $(TEST_WORKERS)) rewrites each console block whose
+commands printed something else, for a maintainer to review as a `git diff`.
+Every block runs against code/ as in `make check`; with --work the option is
+refused (plugin.py): only code/ writes the guide.
+
+A block changes only where the output really changed (compare.py's
+`brought_up_to_date`): a line that still matches stays as the guide has it,
+its pids, its close timings and a `...` inside it; a changed line keeps the
+guide's timings where they are close; a `...` line stays where it can still
+stand for lines, and the lines it no longer covers are written out. A block
+whose commands all print what it shows stays byte for byte.
 
 A command's lines in the guide come in pieces (Piece): after its `$ ` line,
 after each ^C, and in each later block that goes on with its output. The
 session (sessions.py) notes, at each wait, how many printed lines stand for
 the guide's lines so far; so once the command has ended, each piece is
 brought up to date with the lines printed in its stretch (compare.py keeps
-what still matches as the guide has it). The edits say which lines of the
-guide change, and how; they travel to the process that reports (with xdist,
-the controller), which rewrites the guide once, at the end, all at once, and
-only if nobody changed it during the run.
+what still matches as the guide has it). While a command's lines may still
+become what the guide shows, the session waits as in `make check`; once
+they cannot, it goes on (to the ^C, or to the next block) when the command
+has printed as many lines as the guide shows up to there (unless a `...`
+could stand for more), or has printed nothing more for about a second
+(twice sessions.QUIET). So a change that adds or removes lines of a command
+that runs across blocks or ^Cs may put them on the other side of a
+boundary. Where the new lines cannot be split so that the block would
+pass, the block fails (CannotUpdate), and so does a block the update would
+leave with no lines.
+
+A block that fails for any other reason (a command still running at the
+end, a wrong attribute, a wait that times out) fails as in `make check`,
+and its session rewrites nothing. That includes a command that is still
+running and no longer prints the last lines the guide shows before a ^C or
+a block's end: the session cannot tell it from a slow one, so it waits
+SYNC_TIMEOUT (30 s) and fails.
+
+The edits say which lines of the guide change, and how; they travel to the
+process that reports (with xdist, the controller, in the reports' user
+properties), which rewrites the guide once, at the end, as a new file put
+in place of the old one, so it is never half written; and only if nobody
+changed it during the run (else: "guide.md changed on disk during the run;
+nothing rewritten", and the run fails). A run cut short (Ctrl-C) rewrites
+nothing. The run ends with `rewrote guide.md:LINE` for each block rewritten
+(its fence, in the new file), or `no transcript changed`.
 """
 
 import os

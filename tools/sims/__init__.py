@@ -15,6 +15,30 @@ site.
 Every list of simulations (the guide's check, the API, the build, the
 tests) comes from folders(), so adding a simulation is adding a folder.
 
+On the page, sims.js turns each mount the build leaves (<div
+class="sim-mount" data-sim="NAME">) into a start button, and fetches the
+simulation's view.js and view.css from its folder as the page loads, to use
+on Start (the mount's selector, MOUNTS, and the rule from a name to its
+folder, folderOf, are each written once, there). Beside the button it says
+what starting downloads: the build measures Pyodide, course.zip and
+stdlib.zip (package.python_download) and puts the total, in bytes, in the
+page's <meta name="sims-download">. While Python loads, a progress bar
+counts the bytes received against that total: worker.mjs counts each body
+Pyodide fetches as it streams in, and its two .mjs files from the worker's
+resource timing, and tells the page. Python starts loading before any
+click, once a simulation is within a screen of the view (an
+IntersectionObserver), unless the browser asks to save data. Once a
+simulation runs, its status line says what to try first and acknowledges
+each task as it is done, naming the next (from the state's tasks).
+runtime.js starts one module worker per page (worker.mjs: Pyodide from
+site/pyodide/ with the trimmed standard library, then course.zip unpacked
+into /course) and sends it requests with ids, giving up on a boot after
+60 s; sims.js throws Python away when a call stays unanswered for 15 s. A
+page's calls go to Python one at a time, in the order made, so a click
+made while another call is in flight waits its turn, and Play (dom.js)
+never starts a step while the last is unanswered; the mount's data-busy is
+"true" while any call waits or runs.
+
 Engines drive the course's own code, loaded from its file by tools/course.py.
 Run one in a terminal, from the course's folder (__main__.py), or list
 them all:

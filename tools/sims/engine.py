@@ -12,9 +12,10 @@ engine.py on Engine, with
 
 and its methods marked @action: with state, all the page may call
 (api.py reads them off the class). An action that is a staticmethod needs
-no instance. Rerun is an Engine whose whole run follows from its
-SETTINGS, and program() makes a text program (python3 -m tools.sims NAME)
-whose options they are. CONTRIBUTING.md §Simulations has a small engine to
+no instance (the race's every_interleaving). Rerun is an Engine whose
+whole run follows from its SETTINGS (the page changes them with its
+action configure(**changes)), and program() makes a text program
+(python3 -m tools.sims NAME) whose options they are. CONTRIBUTING.md §Simulations has a small engine to
 copy; tools/sims/test_contract.py holds every folder to this.
 """
 import argparse

@@ -1,6 +1,8 @@
 """The standard library the simulations use in the browser: Pyodide's own,
 trimmed to the modules the simulations import, and compiled ahead of time,
-so that starting Python downloads less and compiles nothing.
+so that starting Python downloads less and compiles nothing. The site
+serves it as static/sims/stdlib.zip, in place of Pyodide's
+python_stdlib.zip (2.5 MB of source, compiled at every start).
 
 make() runs at build time inside Pyodide itself (tools/stdlib.mjs starts it
 under Node), because only Pyodide's Python writes the bytecode its Python
@@ -8,7 +10,10 @@ reads. It measures what a fresh interpreter imports: what Pyodide imports
 to start, what the simulations' API imports, what each simulation imports
 when it is made, and every module the course's loaded files name in an
 import statement, wherever it stands (an import inside a function runs
-late, or only on some path). That is the trimmed library.
+late, or only on some path). That is the trimmed library. Making it takes
+a few seconds; the build keeps it in node_modules/.cache/course-stdlib/,
+by a hash of its inputs (Pyodide, tools/stdlib.mjs, and every .py that
+goes into course.zip: package.make_stdlib), so most builds reuse it.
 
 A module the measure missed is still found: install() puts a finder last
 on sys.meta_path which, the first time a module of the whole library is

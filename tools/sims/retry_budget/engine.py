@@ -2,7 +2,8 @@
 that fails, and how a budget stops them, as in chapter 21 of Google's Site
 Reliability Engineering book ("Handling Overload"): at most ATTEMPTS
 attempts for any request, and, per client, retries only while they stay
-under BUDGET (10%) of that client's requests.
+under BUDGET (10%) of that client's requests. Unlike the other engines, it
+drives none of the course's code.
 
 Two models, each on a virtual clock with seeded dice (nothing sleeps):
 
