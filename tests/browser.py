@@ -7,6 +7,7 @@ import http.server
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from playwright.sync_api import expect
 
@@ -19,7 +20,10 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 def serious_violations(page, where="document"):
     """axe's serious and critical findings on the page, or within the
     elements a CSS selector names ("document": the whole page)."""
-    page.add_script_tag(path=str(AXE))
+    # Not a script tag, which the page's CSP rightly refuses (and a page
+    # allowed to break its CSP would hide a real breach from the tests):
+    # what DevTools evaluates, the page's CSP does not judge.
+    page.evaluate(AXE.read_text())
     return page.evaluate("""async (where) => (await axe.run(where === "document" ? document
                                                            : where)).violations
         .filter(v => v.impact === 'serious' || v.impact === 'critical')
@@ -52,6 +56,25 @@ def served(folder):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def watch(page):
+    """Collect the page's console errors and its requests off localhost
+    (refused) in page.problems."""
+    problems = []
+    page.on("console", lambda message: message.type == "error"
+            and problems.append(f"console: {message.text}"))
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+
+    def only_localhost(route):
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            problems.append(f"request off localhost: {route.request.url}")
+            route.abort()
+    page.route("**/*", only_localhost)
+    page.problems = problems
+    return page
 
 
 def visit(page, url):

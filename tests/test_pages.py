@@ -20,15 +20,12 @@ def test_pages_load_without_errors_or_outside_requests(watched, site_url, name):
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("name", PAGES)
-def test_no_serious_accessibility_violations(browser, site_url, name, scheme):
+def test_no_serious_accessibility_violations(new_page, site_url, name, scheme):
     if not AXE.exists():
         pytest.fail("axe-core is missing: run `npm ci` (make check does)")
-    # The page's CSP rightly refuses injected scripts; axe is a guest here.
-    context = browser.new_context(color_scheme=scheme, bypass_csp=True)
-    page = context.new_page()
+    page = new_page(color_scheme=scheme)
     visit(page, f"{site_url}/{name}")
     violations = serious_violations(page)
-    context.close()
     assert violations == []
 
 
@@ -36,9 +33,8 @@ def background(page):
     return page.evaluate("getComputedStyle(document.body).backgroundColor")
 
 
-def test_the_theme_toggle_switches_and_is_remembered(browser, site_url):
-    context = browser.new_context(color_scheme="light")
-    page = context.new_page()
+def test_the_theme_toggle_switches_and_is_remembered(new_page, site_url):
+    page = new_page(color_scheme="light")
     visit(page, f"{site_url}/{CHAPTER}")
     toggle = page.get_by_role("button", name="Dark theme")
     light = background(page)
@@ -52,7 +48,6 @@ def test_the_theme_toggle_switches_and_is_remembered(browser, site_url):
     assert background(page) == dark
     page.get_by_role("button", name="Dark theme").click()
     assert background(page) == light
-    context.close()
 
 
 def test_an_answer_stays_folded_until_asked_for(watched, site_url):
@@ -108,16 +103,14 @@ def test_diagrams_keep_their_columns(watched, site_url):
     assert uneven == []
 
 
-def test_a_phone_gets_a_contents_menu_and_no_sideways_scrolling(browser, site_url):
-    context = browser.new_context(viewport={"width": 375, "height": 740})
-    page = context.new_page()
+def test_a_phone_gets_a_contents_menu_and_no_sideways_scrolling(new_page, site_url):
+    page = new_page(375, 740)
     visit(page, f"{site_url}/{CHAPTER}")
     toc = page.locator("#toc")
     assert not toc.is_visible()
     page.get_by_role("button", name="Contents").click()
     assert toc.is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
-    context.close()
 
 
 def test_the_skip_link_is_the_first_stop(watched, site_url):

@@ -95,9 +95,10 @@ def test_the_download_shows_its_progress_to_the_last_byte(watched, site_url):
     assert watched.problems == []
 
 
-def test_a_boot_that_never_ends_gives_up_with_a_message(page, site_url):
+def test_a_boot_that_never_ends_gives_up_with_a_message(new_context, site_url):
     """Pyodide's loader waits for ever when its wasm never arrives; the page
     gives up after its boot timeout, says so, and offers to start again."""
+    page = new_context().new_page()      # not the shared profile: the clock stays
     page.clock.install()
     page.route("**/pyodide.asm.wasm", lambda route: None)   # never answered
     visit(page, f"{site_url}/the-worker-where-work-happens.html")

@@ -71,14 +71,13 @@ def test_a_folder_without_page_tests_fails_rather_than_going_unchecked(monkeypat
 
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("name", SIMS)
-def test_it_fits_or_says_it_scrolls_sideways(browser, site_url, name, width):
+def test_it_fits_or_says_it_scrolls_sideways(new_page, site_url, name, width):
     """At 1280 px a simulation takes the room beside the reading column, and
     nothing in it is cut (it used to lose the jobs table's last column); on a
     phone, a table or code that has to scroll sideways says so above it. No
     simulation is wider than the window, nor reaches under the contents, and
     nothing in it sticks out of its box."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
+    page = new_page(width, 900)
     sim = start_simulation(page, site_url, EVERY, name)
     smoke(name, sim, page)
     box = page.locator(f'.sim[data-sim="{name}"]').bounding_box()
@@ -93,19 +92,15 @@ def test_it_fits_or_says_it_scrolls_sideways(browser, site_url, name, width):
         assert all(note == "sim-sideways" and not hidden
                    for _, note, hidden in overflowing), overflowing
         assert len(overflowing) >= getattr(page_tests(name), "SIDEWAYS_ON_A_PHONE", 0)
-    context.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("name", SIMS)
-def test_it_has_no_serious_accessibility_violations(browser, site_url, name, scheme):
-    # The page's CSP rightly refuses injected scripts; axe is a guest here.
-    context = browser.new_context(bypass_csp=True, color_scheme=scheme)
-    page = context.new_page()
+def test_it_has_no_serious_accessibility_violations(new_page, site_url, name, scheme):
+    page = new_page(color_scheme=scheme)
     sim = start_simulation(page, site_url, EVERY, name)
     smoke(name, sim, page)
     violations = serious_violations(page, f'.sim[data-sim="{name}"]')
-    context.close()
     assert violations == []
 
 

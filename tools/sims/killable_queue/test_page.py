@@ -174,11 +174,10 @@ def test_the_killable_queue_picture_marks_the_duplicate_by_shape_and_word(watche
     assert watched.problems == []
 
 
-def test_the_killable_queue_picture_fits_a_phone(browser, site_url):
+def test_the_killable_queue_picture_fits_a_phone(new_page, site_url):
     """On a 390 px phone the picture is drawn to the width it has: nothing
     of it reaches past its box, and the lease left still has its words."""
-    context = browser.new_context(viewport={"width": 390, "height": 800})
-    page = context.new_page()
+    page = new_page(390, 800)
     sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
     press(sim, "Add a job", "Step to the next event")
     frame = sim.locator(".kq-picture").bounding_box()
@@ -186,4 +185,3 @@ def test_the_killable_queue_picture_fits_a_phone(browser, site_url):
     assert frame["x"] <= drawn["x"] and drawn["x"] + drawn["width"] <= frame["x"] + frame["width"]
     words = lane(sim, 0).get_by_text("5.0 s left").bounding_box()
     assert words["x"] + words["width"] <= drawn["x"] + drawn["width"]
-    context.close()

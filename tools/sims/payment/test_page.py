@@ -184,12 +184,11 @@ def test_the_payment_picture_follows_the_theme_and_keeps_still_when_asked(watche
     assert watched.problems == []
 
 
-def test_on_a_phone_the_payment_pictures_fit_their_words(browser, site_url):
+def test_on_a_phone_the_payment_pictures_fit_their_words(new_page, site_url):
     """At 390 px the bars and every word about them fit the page; the lanes
     of a short run fit too, each headed by its job and what became of it,
     and a long run's lanes keep every word inside the picture."""
-    context = browser.new_context(viewport={"width": 390, "height": 900})
-    page = context.new_page()
+    page = new_page(390, 900)
     sim = start_simulation(page, site_url, CHAPTER, "payment")
     sim.get_by_role("button", name="Step one attempt").click()
     answered(sim)
@@ -214,14 +213,13 @@ JOBS_TABLE_CELLS = """(table) => [...table.querySelectorAll("tr")].map((row) =>
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_charge_jobs_table_reads_well_on_a_phone_and_stays_a_table(browser, site_url, width):
+def test_the_charge_jobs_table_reads_well_on_a_phone_and_stays_a_table(new_page, site_url, width):
     """At 1280 px each job is one line of five cells. At 390 px five columns
     left what the worker knows a word or two wide, so it takes a line of its
     own under the other four, as wide as the table, which never scrolls
     sideways. Either way it is still a table to a screen reader: five
     column headers, a row header and four cells for each job."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
+    page = new_page(width, 900)
     sim = start_simulation(page, site_url, CHAPTER, "payment")
     sim.get_by_role("button", name="Run all charges").click()
     answered(sim)
@@ -245,4 +243,3 @@ def test_the_charge_jobs_table_reads_well_on_a_phone_and_stays_a_table(browser, 
             assert knows["width"] >= 0.95 * whole, (knows, whole)
     box = sim.locator(".sim-panels .sim-scroll")
     assert box.evaluate("(box) => box.scrollWidth <= box.clientWidth")
-    context.close()

@@ -49,9 +49,10 @@ def test_the_race_stepper_by_keyboard_alone(watched, site_url):
     assert watched.problems == []
 
 
-def test_a_speed_chosen_while_playing_applies_at_once(watched, site_url):
+def test_a_speed_chosen_while_playing_applies_at_once(watched_alone, site_url):
     """On the page's own clock, held still: Play at 1× (a step every 700 ms),
     then 3× (every 233 ms). The first step comes within 300 ms."""
+    watched = watched_alone
     watched.clock.install()
     sim = start_simulation(watched, site_url, CHAPTER, "race")
     watched.clock.pause_at(watched.evaluate("Date.now()") + 10)
@@ -240,12 +241,11 @@ def test_the_race_pictures_counts_are_the_engines(watched, site_url):
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(browser, site_url,
+def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(new_page, site_url,
                                                                       width):
     """Wide, the row sits between the two code columns; on a phone the
     columns stack, the row between them, and nothing is wider than the sim."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
+    page = new_page(width, 900)
     sim = start_simulation(page, site_url, CHAPTER, "race")
     sim.get_by_role("button", name="Step worker 1").click()
     answered(sim)
@@ -270,4 +270,3 @@ def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(browser, 
     for choice in ("the naive claim", "the atomic claim"):
         label = sim.locator("fieldset label", has_text=choice)
         assert label.evaluate("(label) => label.getClientRects().length") == 1, choice
-    context.close()
