@@ -2,14 +2,18 @@
 from html.parser import HTMLParser
 from pathlib import Path
 
+HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
 
 class Page(HTMLParser):
-    """One HTML file: its ids, its links, and the text of chosen elements."""
+    """One HTML file: its ids, its links, the text of its headings and of its
+    listings."""
 
     def __init__(self, path):
         super().__init__(convert_charrefs=True)
         self.path = Path(path)
         self.ids, self.links, self.listings, self.chapter_links = set(), [], [], []
+        self.headings = []        # the text of each h1-h6, in order
         self._stack = []          # open elements, as (tag, classes)
         self._listing = None      # text of the listing being read, as a list
         self.feed(self.path.read_text(encoding="utf-8"))
@@ -24,6 +28,8 @@ class Page(HTMLParser):
                 self.links.append(attrs[name])
         if tag == "a" and self._inside("nav", "toc") and "href" in attrs:
             self.chapter_links.append(attrs["href"])
+        if tag in HEADINGS:
+            self.headings.append("")
         if tag == "div" and "listing" in classes:
             self._listing = []
             self.listings.append(self._listing)
@@ -39,6 +45,8 @@ class Page(HTMLParser):
                 break
 
     def handle_data(self, data):
+        if any(tag in HEADINGS for tag, _ in self._stack):
+            self.headings[-1] += data
         # a listing's code, without its file-name caption
         if self._listing is not None and self._inside("code") and \
                 not self._inside("div", "listing-file"):

@@ -1,4 +1,5 @@
 """tools/build.py: the site it builds, and how it refuses broken input."""
+import difflib
 import re
 import shutil
 import subprocess
@@ -51,6 +52,38 @@ def test_every_chapter_has_a_page_linked_in_order(site):
             assert f'rel="prev" href="{pages[number - 1]}"' in text
         if number + 1 < len(pages):
             assert f'rel="next" href="{pages[number + 1]}"' in text
+
+
+def heading_lines(text):
+    """guide.md's heading lines outside fenced blocks, as (line, words): the
+    words without their {attributes} or Markdown marks."""
+    fence = None
+    for number, line in enumerate(text.splitlines(), 1):
+        opening = re.match(r"(`{3,}|~{3,})", line)
+        if fence is None and opening:
+            fence = opening.group(1)
+        elif fence is not None:
+            if line.startswith(fence) and not line.strip(fence[0]).strip():
+                fence = None
+        elif heading := re.match(r"#{1,6} (.*?)\s*(\{[^}]*\})?$", line):
+            words = re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", heading.group(1))
+            yield number, re.sub(r"[`*]", "", words)
+
+
+def test_every_heading_line_is_a_heading_on_the_page(site_pages):
+    """A heading line that pandoc reads as part of the paragraph or list
+    item above it (no blank line before it) vanishes from the site, the
+    EPUB and the PDF alike: every one is a heading of the built guide, in
+    the guide's order (all.html's headings, each without its # link)."""
+    straight = str.maketrans("‘’“”", "''\"\"")      # pandoc's typographic quotes
+    shown = [" ".join(words.translate(straight).split()).removesuffix("#")
+             for words in Page(site_pages / "all.html").headings]
+    lines = list(heading_lines((ROOT / "guide.md").read_text(encoding="utf-8")))
+    matcher = difflib.SequenceMatcher(a=[words for _, words in lines], b=shown, autojunk=False)
+    lost = [f"guide.md:{number}: {words}"
+            for tag, start, end, _, _ in matcher.get_opcodes() if tag in ("delete", "replace")
+            for number, words in lines[start:end]]
+    assert lost == []
 
 
 def test_every_internal_link_and_anchor_resolves(site):

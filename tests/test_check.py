@@ -385,7 +385,7 @@ def test_check_py_starts_the_checker_once_the_tools_are_there(tmp_path):
 
 
 def test_the_guide_says_how_long_a_check_takes_as_the_checker_estimates():
-    """Chapter 0's "from a second or two up to about a dozen", "the lab's
+    """Checking Your Work's "from a second or two up to about a dozen", "the lab's
     queue ... about a minute", against check.ABOUT (which make bench
     measures)."""
     text = " ".join((ROOT / "guide.md").read_text().split())

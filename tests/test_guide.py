@@ -394,7 +394,7 @@ REQUIRED_TERMS = """ack at-least-once at-most-once atomic backoff backpressure c
 claim dead-letter durable exactly-once fencing-token handler heartbeat idempotency-key
 idempotent jitter job lease outbox poison-message producer consumer queue race-condition
 retry-budget thundering-herd transient-failure permanent-failure ambiguous-failure
-visibility-timeout worker admission-control deadline reconcile tenant""".split()
+visibility-timeout worker admission-control deadline reconcile tenant decoupling thread""".split()
 
 
 def glossary_and_chapters():
@@ -457,3 +457,63 @@ def test_tinyq_is_typed_whole_in_two_sittings_of_at_most_200_lines():
     source = (catalogue.ROOT / tinyq).read_text(encoding="utf-8").splitlines()
     left_out = [n for n in range(1, len(source) + 1) if n not in shown and source[n - 1].strip()]
     assert left_out == [] and len(shown) == len(set(shown)), (left_out, sittings)
+
+
+def drill_sections(text):
+    """Each Study Drills and Break It section of the guide: (line, text),
+    the text up to the next heading."""
+    lines = text.splitlines()
+    for start, line in enumerate(lines):
+        if line in ("### Study Drills", "### Break It"):
+            end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("#")),
+                       len(lines))
+            yield start + 1, "\n".join(lines[start + 1:end])
+
+
+def test_every_setting_a_drill_changes_it_says_to_put_back():
+    """A drill or Break It that sets one of the file's settings ends by
+    saying to put it back, by name: three exercises start as a copy of the
+    one before, and a setting left changed rides into the copy (Exercise
+    8 with MAX_ATTEMPTS = 2 ends "2 done, 3 dead")."""
+    forgotten = []
+    for line, section in drill_sections(GUIDE.read_text(encoding="utf-8")):
+        changed = set(re.findall(r"\b(?:[Ss]et|[Cc]hange) `([A-Z][A-Z_]+)", section))
+        sentences = re.split(r"[.?!]\s", " ".join(section.split()))
+        put_back = {name for name in changed for sentence in sentences
+                    if f"`{name}" in sentence and re.search(r"\bback\b", sentence)}
+        forgotten += [f"guide.md:{line}: {name}" for name in sorted(changed - put_back)]
+    assert forgotten == []
+
+
+# The products whose defaults the guide states. A default changes between
+# versions, so the text names the version (or, for a managed service, the
+# year) it was checked against, in the same paragraph.
+PRODUCTS = (r"RabbitMQ", r"\bSQS\b", r"Pub/Sub", r"\bKafka\b", r"\bLambda\b", r"\bOban\b",
+            r"\bRiver\b", r"Good ?Job", r"Solid Queue", r"Procrastinate", r"BullMQ", r"Sidekiq",
+            r"Celery", r"\bRQ\b", r"Stripe", r"PostgreSQL", r"SQLite", r"\bPython\b",
+            r"\bnginx\b", r"\bgRPC\b", r"\bRedis\b")
+DEFAULT = r"\bdefault\b|\bunless you (?:set|pass|configure|give)\b"
+# a pin: the product and its version ("Celery 5.6", "Sidekiq (as of version
+# 8.1"), "version 1.5", or a year
+PIN = (r"(?:{product})(?:'s)? (?:\(?(?:as of )?version )?\d+(?:\.\d+)*"
+       r"|\bversion \d+(?:\.\d+)*|\b20\d\d\b")
+
+
+def test_every_product_default_names_its_version_or_year():
+    """A sentence that states a product's default (the word "default", or
+    "unless you set", and the product's name) stands in a paragraph that
+    names the version of that product, or the year, the default was checked
+    against: "as of Sidekiq 8.1", "(2026)". Where a sentence names several
+    products, one of them is the default's owner, and its pin is enough."""
+    text = GUIDE.read_text(encoding="utf-8")
+    chapters = text[:text.index(GLOSSARY_HEADING)]
+    unpinned = []
+    for paragraph in re.finditer(r"(?:.+\n?)+", chapters):
+        words = " ".join(paragraph.group().split())
+        line = chapters.count("\n", 0, paragraph.start()) + 1
+        for sentence in re.split(r"(?<=[.:;])\s", words):
+            named = [name for name in PRODUCTS if re.search(name, sentence)]
+            if re.search(DEFAULT, sentence) and named and not any(
+                    re.search(PIN.format(product=name), words) for name in named):
+                unpinned.append(f"guide.md:{line}: {sentence}")
+    assert unpinned == []

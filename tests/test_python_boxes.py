@@ -25,13 +25,23 @@ def include_blocks():
 # finds it in a listing's code (comment lines left out) and the words a
 # `python` box must hold to explain it. The box must stand before the first
 # listing, in guide order, that uses it, and in the same section (`## `): at
-# the first use, not chapters earlier. CLOSURE is found with ast instead.
+# the first use, not chapters earlier. CLOSURE and TRY_ELSE are found with
+# ast instead.
 CLOSURE = "a def inside a def"
+TRY_ELSE = "a try with an else"
 CONSTRUCTS = {
     "format spec": (r"\{[^{}\s:]+:[<>^]?\d*(?:\.\d+)?[dfgs]?\}", ["format spec"]),
     "**args": (r"\*\*[a-z_]", ["**args", "keyword argument"]),
     "with": (r"^\s*with\s[^#]*:", ["`with`", "context manager"]),
     "argparse": (r"\bargparse\b", ["argparse", "parse_args", "store_true"]),
+    "argparse's lists, groups and defaults": (
+        r"nargs=\"\*\"|add_mutually_exclusive_group|%\(default\)s",
+        ['nargs="*"', "add_mutually_exclusive_group()", "%(default)s"]),
+    "sqlite3 rows": (r"\.fetchone\(\)|\.lastrowid\b",
+                     ["cursor", "fetchone()", "None", "lastrowid", "`for` loop"]),
+    "try/else": (TRY_ELSE, ["`try`", "`else:`"]),
+    "one value unpacked": (r"^\s*\(\w+,\)\s*=", ["`(due,) = row`", "tuple of one"]),
+    "executescript": (r"\.executescript\(", ["executescript"]),
     "os._exit": (r"\bos\._exit\(", ["os._exit", "sys.exit"]),
     "decorator": (r"^\s*@", ["decorator", "@"]),
     # its use, or where tinyq's docstring shows it (a string, not a comment)
@@ -75,13 +85,23 @@ def section_line(text, line):
                if row.startswith("## ") and n not in in_code)
 
 
+def try_else_lines(path):
+    """Lines of the try statements of a file that have an else block."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.lineno for node in ast.walk(tree) if isinstance(node, ast.Try) and node.orelse}
+
+
+FOUND_BY_AST = {CLOSURE: nested_def_lines, TRY_ELSE: try_else_lines}
+
+
 def first_use(pattern, found):
     """(index into found, file, file line, code) of the first listing line
     that uses a construct, or None."""
     for index, (_, path, rows) in enumerate(found):
-        nested = nested_def_lines(catalogue.ROOT / path) if pattern == CLOSURE else set()
+        by_ast = pattern in FOUND_BY_AST
+        lines = FOUND_BY_AST[pattern](catalogue.ROOT / path) if by_ast else set()
         for number, code in rows:
-            if (number in nested) if pattern == CLOSURE else re.search(pattern, code):
+            if (number in lines) if by_ast else re.search(pattern, code):
                 return index, path, number, code
     return None
 
