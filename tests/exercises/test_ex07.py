@@ -64,6 +64,49 @@ def test_ex07_with_two_attempts_jobs_die_with_their_last_error(folder):
     assert charged_and_dead > hidden > 0
 
 
+# Drill 4: a declined card, first unhandled, then parked at once.
+DECLINE_ORDER_3 = ("def charge_card(db, order_id, account, amount_cents):\n",
+                   "def charge_card(db, order_id, account, amount_cents):\n"
+                   "    if order_id == 3:\n"
+                   "        raise ValueError(\"card declined\")\n")
+PARK_AT_ONCE = ("        else:\n            db.execute(\"UPDATE jobs SET status = 'done'",
+                "        except ValueError as error:\n"
+                "            fail(db, job_id, MAX_ATTEMPTS, error)\n"
+                "            print(f\"{what}: {type(error).__name__}: {error}; dead at once\")\n"
+                "        else:\n            db.execute(\"UPDATE jobs SET status = 'done'")
+
+
+def setup_and_work(folder):
+    for command in ("setup", "work --seed 1"):
+        status, output = sandbox.run(f"python3 ex07_retries.py {command}", folder)
+    return status, output, sandbox.run("python3 ex07_retries.py report", folder)[1]
+
+
+def test_ex07_a_declined_card_stops_a_worker_that_expects_only_glitches(folder):
+    """Drill 4: an error that work() does not expect, a declined card, ends
+    the worker with a traceback and leaves job 3 running, for ever."""
+    sandbox.apply_edit(folder, "ex07_retries.py", *DECLINE_ORDER_3)
+    status, work, _ = setup_and_work(folder)
+    assert status != 0 and "ValueError: card declined" in work, work
+    status, jobs = sandbox.run("python3 -c \"import sqlite3; print(sqlite3.connect('ex07.db')"
+                               ".execute('SELECT status FROM jobs WHERE id = 3').fetchone())\"",
+                               folder)
+    assert jobs.strip() == "('running',)", jobs
+
+
+def test_ex07_a_declined_card_parked_at_once_is_dead_after_one_attempt(folder):
+    """Drill 4: parked at once, the declined job is dead after its first
+    attempt, with the decline as its last error, and the others are done."""
+    sandbox.apply_edit(folder, "ex07_retries.py", *DECLINE_ORDER_3)
+    sandbox.apply_edit(folder, "ex07_retries.py", *PARK_AT_ONCE)
+    status, work, report = setup_and_work(folder)
+    assert status == 0, work
+    assert re.findall(r"^job 3, attempt (\d+): .*; (.*)$", work, re.M) == [
+        ("1", "dead at once")], work
+    assert "jobs: 4 done, 1 dead" in report, report
+    assert "job 3 is dead; its last error: ValueError: card declined" in report, report
+
+
 # The changes of policy the chapter asks for: Drill 3 and the Break It.
 POLICY_CHANGES = [("BACKOFF_CAP = 8.0", "BACKOFF_CAP = 1"),
                   ("MAX_ATTEMPTS = 5", "MAX_ATTEMPTS = 2")]
