@@ -123,8 +123,9 @@ def profile(playwright, browser_type_launch_args, browser_context_args, tmp_path
     Chromium keeps Pyodide's files in its HTTP cache, and V8 their compiled
     code beside them, so only the process's first Start fetches and compiles
     them. Measured on two cores (issue 47): Start took 2.7 s in a new context
-    for each test, 2.1 s in a page of this profile, and a chapter opened a
-    quarter of a second sooner."""
+    for each test, 2.1 s in a page of this profile, a chapter opened a
+    quarter of a second sooner, and the 113 browser tests took 397 s, not
+    581."""
     shared = playwright.chromium.launch_persistent_context(
         tmp_path_factory.mktemp("chromium-profile"),
         **browser_type_launch_args, **browser_context_args)
