@@ -140,8 +140,8 @@ def context(profile):
     after it; then all that their sites stored is wiped but the HTTP cache
     (the theme a page remembered in localStorage, a service worker). What
     is set on a page (its size, colour scheme, routes, init scripts) goes
-    with it. A test that needs the context's clock, which would stay
-    installed, or its settings, takes pytest-playwright's new_context."""
+    with it. A test that installs the context's clock, which would stay
+    installed, takes watched_alone (or pytest-playwright's new_context)."""
     yield profile
     origins = set()
     for page in profile.pages:
