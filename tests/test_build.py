@@ -57,15 +57,11 @@ def test_every_chapter_has_a_page_linked_in_order(site):
 def heading_lines(text):
     """guide.md's heading lines outside fenced blocks, as (line, words): the
     words without their {attributes} or Markdown marks."""
-    fence = None
+    in_code = {n for block in guide.blocks(text)
+               for n in range(block.line, block.line + len(block.body) + 2)}
     for number, line in enumerate(text.splitlines(), 1):
-        opening = re.match(r"(`{3,}|~{3,})", line)
-        if fence is None and opening:
-            fence = opening.group(1)
-        elif fence is not None:
-            if line.startswith(fence) and not line.strip(fence[0]).strip():
-                fence = None
-        elif heading := re.match(r"#{1,6} (.*?)\s*(\{[^}]*\})?$", line):
+        heading = re.match(r"#{1,6} (.*?)\s*(\{[^}]*\})?$", line)
+        if heading and number not in in_code:
             words = re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", heading.group(1))
             yield number, re.sub(r"[`*]", "", words)
 

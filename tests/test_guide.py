@@ -1,6 +1,9 @@
 """guide.md itself: its console blocks are all collected, its includes point
 at real code, and mistakes in its markup give guide.md:LINE errors."""
 
+import ast
+import collections
+import functools
 import re
 import sqlite3
 import shutil
@@ -479,10 +482,28 @@ def test_every_setting_a_drill_changes_it_says_to_put_back():
     for line, section in drill_sections(GUIDE.read_text(encoding="utf-8")):
         changed = set(re.findall(r"\b(?:[Ss]et|[Cc]hange) `([A-Z][A-Z_]+)", section))
         sentences = re.split(r"[.?!]\s", " ".join(section.split()))
-        put_back = {name for name in changed for sentence in sentences
-                    if f"`{name}" in sentence and re.search(r"\bback\b", sentence)}
+        backs = [sentence for sentence in sentences if re.search(r"\bback\b", sentence)]
+        put_back = {name for name in changed for sentence in backs if f"`{name}" in sentence}
         forgotten += [f"guide.md:{line}: {name}" for name in sorted(changed - put_back)]
+        # and the value it goes back to is the one a listing gives it
+        for sentence in backs:
+            for name, value in re.findall(r"`([A-Z][A-Z_]+)(?:` back to `?| = )(\d[\d.]*\d|\d)",
+                                          sentence):
+                if float(value) not in listed_settings().get(name, ()):
+                    forgotten.append(f"guide.md:{line}: {name} back to {value}")
     assert forgotten == []
+
+
+@functools.cache
+def listed_settings():
+    """Each setting's values in code/'s files: NAME -> {numbers}."""
+    values = collections.defaultdict(set)
+    for path in [*catalogue.CODE.glob("*.py"), *catalogue.CODE.glob("capstone/*.py")]:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, (int, float)):
+                values[node.targets[0].id].add(node.value.value)
+    return values
 
 
 # The products whose defaults the guide states. A default changes between
@@ -517,3 +538,15 @@ def test_every_product_default_names_its_version_or_year():
                     re.search(PIN.format(product=name), words) for name in named):
                 unpinned.append(f"guide.md:{line}: {sentence}")
     assert unpinned == []
+
+
+def test_the_postgresql_defaults_the_guide_names_are_the_labs(postgresql_server):
+    """Chapters 4, 11 and 12 say that PostgreSQL 15, the lab's version,
+    runs at READ COMMITTED and waits for each commit to reach the disk
+    (synchronous_commit on) unless told otherwise: so the lab's server does."""
+    import psycopg                       # the lab's library, as its tests import it
+    with psycopg.connect(postgresql_server) as db:
+        assert db.info.server_version // 10000 == 15
+        assert [db.execute(f"SHOW {setting}").fetchone()[0] for setting in
+                ("default_transaction_isolation", "synchronous_commit")] == ["read committed", "on"]
+    assert "PostgreSQL 15" in " ".join(GUIDE.read_text(encoding="utf-8").split())
