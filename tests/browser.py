@@ -186,6 +186,14 @@ STICKING_OUT = """(sim) => {
         .map((e) => `${e.tagName}.${e.getAttribute("class")}: ${e.textContent.slice(0, 30)}`);
 }"""
 
+# Checkboxes and radios smaller than WCAG 2.2's least target (2.5.8: 24 by
+# 24 CSS pixels), too small to tap with a finger.
+TOO_SMALL_TO_TAP = """(sim) => [...sim.querySelectorAll("input[type=checkbox], input[type=radio]")]
+    .filter((box) => box.getClientRects().length > 0)
+    .map((box) => [box.id || box.name, box.getBoundingClientRect().width,
+                   box.getBoundingClientRect().height])
+    .filter(([, width, height]) => width < 24 || height < 24)"""
+
 
 OUTSIDE = """(svg) => [...svg.querySelectorAll("text")].filter((text) => {
     const box = text.getBBox();

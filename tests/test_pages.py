@@ -2,6 +2,7 @@
 Playwright): its pages, their themes, answers, listings and navigation.
 The simulations' pages are tested in tools/sims/."""
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser import AXE, serious_violations, visit
 
@@ -104,13 +105,53 @@ def test_diagrams_keep_their_columns(watched, site_url):
 
 
 def test_a_phone_gets_a_contents_menu_and_no_sideways_scrolling(new_page, site_url):
+    """On a phone the contents are a menu that opens below the header; a
+    section followed from it is shown, not the menu, and lands clear of the
+    header; Escape puts the menu away and the focus back on its button."""
     page = new_page(375, 740)
+    page.emulate_media(reduced_motion="reduce")
     visit(page, f"{site_url}/{CHAPTER}")
     toc = page.locator("#toc")
-    assert not toc.is_visible()
-    page.get_by_role("button", name="Contents").click()
-    assert toc.is_visible()
+    menu = page.get_by_role("button", name="Contents")
+    expect(toc).to_be_hidden()
+    menu.click()
+    expect(toc).to_be_visible()
+    header = page.locator(".site-header").bounding_box()
+    assert toc.bounding_box()["y"] >= header["y"] + header["height"] - 1
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    link = toc.locator(".sections a").nth(2)
+    heading = page.locator(f"[id='{link.get_attribute('href').split('#')[1]}']")
+    link.click()
+    expect(toc).to_be_hidden()
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    landed_clear_of_the_header(page, heading)
+    menu.click()
+    expect(toc).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(toc).to_be_hidden()
+    expect(menu).to_be_focused()
+
+
+def landed_clear_of_the_header(page, heading):
+    """The heading's top is just below the header: the page scrolled to it
+    (instantly, for a reader who asks for less motion), and not under it."""
+    page.evaluate(TWO_FRAMES)
+    header = page.locator(".site-header").bounding_box()
+    below = heading.bounding_box()["y"] - (header["y"] + header["height"])
+    assert 0 <= below <= 30, below
+
+
+TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_heading_reached_by_its_address_lands_below_the_header(new_page, site_url, width):
+    page = new_page(width, 800)
+    page.emulate_media(reduced_motion="reduce")
+    visit(page, f"{site_url}/{CHAPTER}")
+    target = page.locator("main section.level2[id]").nth(2)
+    visit(page, f"{site_url}/{CHAPTER}#{target.get_attribute('id')}")
+    landed_clear_of_the_header(page, target)
 
 
 def test_the_skip_link_is_the_first_stop(watched, site_url):

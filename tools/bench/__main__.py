@@ -18,8 +18,8 @@
   of code/capstone/chaos.py (at most 3 s). make bench installs huey and
   litequeue from requirements-bench.txt;
 - simulations (tools/bench/sims.py): click to interactive against a bare
-  Pyodide boot in Chromium, cold (at most 0.8 times) and warm (Start 3 s
-  after the simulation came into view: at most 0.3 s), and main-thread
+  Pyodide boot in Chromium, cold (at most 0.8 times) and pointed at first
+  (clicked half a second after the pointer reached Start), and main-thread
   blocking while a simulation starts (none);
 - checking time (tools/bench/grading.py): each exercise of a copy of code/
   checked with check.py, as a learner checks it, then the whole folder as

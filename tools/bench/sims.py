@@ -9,9 +9,9 @@ In Debian's Chromium, driven by Playwright, against the site just built:
   loadPyodide(), the least any simulation could cost. The goal is click to
   interactive, cold (nothing loaded before the click), at most 0.8 times
   this;
-- warm: the simulation scrolled into view, Start clicked 3 s later (Python
-  starts loading when a simulation comes near the view). Goal: at most
-  0.3 s from the click to ready;
+- pointed at: the pointer over Start, the click HOVER_SECONDS later, as a
+  reader's hand moves (Python starts loading when the reader points at
+  Start or tabs to it), from the click to ready;
 - main-thread blocking while the simulation starts: the long tasks (over
   50 ms) the browser reports between the click and ready. The goal is none.
 Each is the median of RUNS runs, alternating, each on a fresh page (so a
@@ -40,7 +40,7 @@ BARE_BOOT = """async () => {
   return performance.now() - started;
 }"""
 
-WARM_UP_SECONDS = 3
+HOVER_SECONDS = 0.5
 
 CLICK_TO_READY = """() => new Promise((resolve) => {
   const sim = document.querySelector('.sim-mount[data-sim="race"]');
@@ -96,8 +96,8 @@ def measure(site_url):
             page.close()
             page = context.new_page()
             page.goto(f"{site_url}/{CHAPTER}")
-            page.locator('.sim-mount[data-sim="race"]').scroll_into_view_if_needed()
-            page.wait_for_timeout(WARM_UP_SECONDS * 1000)   # a reader reading
+            page.locator('.sim-mount[data-sim="race"] .sim-start').hover()
+            page.wait_for_timeout(HOVER_SECONDS * 1000)   # a hand on its way to click
             warm.append(click_to_ready(page)[0])
             page.close()
         browser.close()
@@ -116,7 +116,7 @@ def main(site):
     print(f"  bare Pyodide boot in a module worker        {bare:6.2f} s")
     print(f"  click to interactive, cold                   {ready:6.2f} s"
           f"   {ready / bare:4.2f}x bare (goal: at most 0.8x)")
-    print(f"  click to interactive, warm                   {warm:6.2f} s"
-          f"   Start {WARM_UP_SECONDS} s after it came into view (goal: at most 0.3 s)")
+    print(f"  click to interactive, pointed at first       {warm:6.2f} s"
+          f"   clicked {HOVER_SECONDS} s after the pointer reached Start")
     print(f"  main thread blocked meanwhile (long tasks)   {blocked:6.2f} s"
           "   the worst run (goal: none)")

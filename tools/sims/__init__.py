@@ -25,9 +25,9 @@ stdlib.zip (package.python_download) and puts the total, in bytes, in the
 page's <meta name="sims-download">. While Python loads, a progress bar
 counts the bytes received against that total: worker.mjs counts each body
 Pyodide fetches as it streams in, and its two .mjs files from the worker's
-resource timing, and tells the page. Python starts loading before any
-click, once a simulation is within a screen of the view (an
-IntersectionObserver), unless the browser asks to save data. Once a
+resource timing, and tells the page. Python starts loading before the
+click once the reader points at Start or tabs to it, or on the click
+when the browser asks to save data; the note beside Start says which. Once a
 simulation runs, its status line says what to try first and acknowledges
 each task as it is done, naming the next (from the state's tasks).
 runtime.js starts one module worker per page (worker.mjs: Pyodide from

@@ -2,8 +2,8 @@
 // becomes a start button. Starting one boots Python (once per page) and
 // draws the simulation from the state its Python engine reports after
 // every action. Everything runs in the reader's browser. Python starts
-// loading early, when a simulation is about to scroll into view, so that
-// Start is quick.
+// loading only when the reader shows they mean to start: a pointer over
+// Start, or the focus on it (on Start itself when the browser saves data).
 
 import { call, ready, stop, watchDownload } from "./runtime.js";
 import { el, taskList, whenWidthChanges } from "./dom.js";
@@ -16,6 +16,8 @@ const DOWNLOAD = megabytes(DOWNLOAD_BYTES);
 
 // Where tools/blocks.lua leaves each simulation: <div class="sim-mount" data-sim=NAME>.
 const MOUNTS = ".sim-mount[data-sim]";
+// A reader whose browser asks to save data downloads nothing before Start.
+const SAVING_DATA = Boolean(navigator.connection?.saveData);
 
 // A simulation's folder is its name with underscores for hyphens
 // ("killable-queue" is killable_queue/), as tools/sims/__init__.py has it.
@@ -50,10 +52,17 @@ function mount(element, number) {
   const status = el("p", { class: "sim-status", role: "status" });
   const announcer = el("p", { class: "visually-hidden", "aria-live": "polite" });
   const body = el("div", { class: "sim-body", hidden: true });
+  const begun = SAVING_DATA ? "when you press Start" : "as you point at Start or tab to it";
   const size = el("span", { class: "sim-size", id: `${instance}-download` },
-    `It runs Python in your browser: a download of ${DOWNLOAD}.`);
+    `It runs Python in your browser: a download of ${DOWNLOAD}, begun ${begun}.`);
   const start = el("button", { type: "button", class: "sim-start",
     "aria-describedby": size.id }, "Start the simulation");
+  if (!SAVING_DATA) {
+    // Most of a boot is the download: begun on intent, it is mostly over by the click.
+    const warmUp = () => ready().catch(() => {});   // Start tries again, and says what failed
+    start.addEventListener("pointerenter", warmUp, { once: true });
+    start.addEventListener("focus", warmUp, { once: true });
+  }
   element.append(el("div", { class: "sim-bar" }, start, size, status), body, announcer);
   element.dataset.state = "idle";
   element.dataset.busy = "false";
@@ -95,8 +104,12 @@ function mount(element, number) {
   // `newest`: no call waits behind this state's, so it is what the controls
   // say now; an older one may not be, and a view leaves its controls alone.
   function draw(state) {
+    const focused = body.contains(document.activeElement) ? document.activeElement : null;
     drawn = state;
     view.draw(state, { newest: waiting <= 1 });
+    if (focused?.disabled) {
+      keepFocus(focused);
+    }
     if (state.tasks) {
       taskBox.replaceChildren(taskList(state.tasks));
       guide(state.tasks);
@@ -135,6 +148,16 @@ function mount(element, number) {
     } finally {
       clearTimeout(slow);
     }
+  }
+
+  // A control that the state just disabled under the reader's focus (a
+  // worker with no steps left) hands it to the next control that works,
+  // or the one before: it is not dropped to the top of the page.
+  function keepFocus(lost) {
+    const controls = [...body.querySelectorAll("button, input, select")];
+    const works = (control) => !control.disabled && control.getClientRects().length > 0;
+    const at = controls.indexOf(lost);
+    (controls.slice(at + 1).find(works) || controls.slice(0, at).reverse().find(works))?.focus();
   }
 
   function announce(text) {
@@ -214,22 +237,4 @@ function showProgress(status) {
   };
 }
 
-// Python starts loading once any simulation is within a screen of the view,
-// unless the browser asks to save data: by the time the reader has read to
-// it and pressed Start, Python is usually ready.
-function warmUp(mounts) {
-  if (navigator.connection?.saveData) {
-    return;
-  }
-  const near = new IntersectionObserver((entries) => {
-    if (entries.some((entry) => entry.isIntersecting)) {
-      near.disconnect();
-      ready().catch(() => {});  // Start tries again, and says what went wrong
-    }
-  }, { rootMargin: "100% 0px" });
-  mounts.forEach((element) => near.observe(element));
-}
-
-const mounts = [...document.querySelectorAll(MOUNTS)];
-mounts.forEach(mount);
-warmUp(mounts);
+document.querySelectorAll(MOUNTS).forEach(mount);

@@ -1,10 +1,12 @@
 """What sims.js and runtime.js do for every simulation, in Chromium: Python
-loads when a simulation comes near (not when the browser saves data), the
-Start control says its size and shows its progress, a boot that never ends
-gives up, and actions made while Python answers wait their turn. They use
-the crash-timing explorer, or the race stepper, as any simulation."""
+loads only once the reader points at Start or tabs to it (on Start itself
+when the browser saves data), the Start control says its size and shows
+its progress, a boot that never ends gives up, and actions made while
+Python answers wait their turn. They use the crash-timing explorer, or the
+race stepper, as any simulation."""
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser import (BOOT_SECONDS, answered, of_python, python_requests,
@@ -14,35 +16,49 @@ from tests.browser import (BOOT_SECONDS, answered, of_python, python_requests,
 CHAPTER = "idempotency-making-repeats-harmless.html"    # the crash-timing explorer's
 
 
-def test_python_starts_loading_when_a_simulation_comes_near(watched, site_url):
-    """Python is not fetched while the reader is far from any simulation; it
-    starts loading, before any click, once one is within a screen of the view."""
+def nothing_fetched_in_view(page, site_url, fetched):
+    """With the simulation on screen and the page settled, none of Python
+    has been fetched; returns the simulation."""
+    visit(page, f"{site_url}/{CHAPTER}")
+    sim = page.locator('.sim-mount[data-sim="crash-timing"]')
+    sim.scroll_into_view_if_needed()
+    page.wait_for_load_state("networkidle")
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => "
+                  "requestAnimationFrame(done)))")   # anything waiting for a frame has run
+    page.wait_for_load_state("networkidle")
+    assert fetched == [], "Python was fetched before the reader went near Start"
+    return sim
+
+
+@pytest.mark.parametrize("intent", ["point", "tab"])
+def test_python_loads_once_the_reader_points_at_start_or_tabs_to_it(watched, site_url,
+                                                                      intent):
+    """A simulation on screen fetches nothing of Python; a pointer over Start,
+    or the focus on it, begins the download before any click."""
     fetched = python_requests(watched)
-    visit(watched, f"{site_url}/{CHAPTER}")
-    watched.wait_for_load_state("networkidle")
-    assert fetched == [], "Python was fetched with no simulation near the view"
-    sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
+    sim = nothing_fetched_in_view(watched, site_url, fetched)
+    start = sim.get_by_role("button", name="Start the simulation")
     with watched.expect_request("**/pyodide.asm.wasm", timeout=BOOT_SECONDS * 1000):
-        sim.scroll_into_view_if_needed()
-    sim.get_by_role("button", name="Start the simulation").click()
+        start.hover() if intent == "point" else start.focus()
+    start.click()
     expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
     assert watched.problems == []
 
 
 def test_python_waits_for_start_when_the_browser_saves_data(watched, site_url):
-    """With Save-Data on, nothing of Python is fetched until Start."""
+    """With Save-Data on, nothing of Python is fetched until Start is pressed,
+    and the note beside it says so."""
     watched.add_init_script("""Object.defineProperty(Navigator.prototype, "connection",
         { get: () => ({ saveData: true }) });""")
     fetched = python_requests(watched)
-    visit(watched, f"{site_url}/{CHAPTER}")
-    sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
-    sim.scroll_into_view_if_needed()
-    watched.wait_for_load_state("networkidle")
-    watched.evaluate("() => new Promise((done) => requestAnimationFrame(() => "
-                     "requestAnimationFrame(done)))")   # the observer has had its turn
+    sim = nothing_fetched_in_view(watched, site_url, fetched)
+    start = sim.get_by_role("button", name="Start the simulation")
+    start.hover()
+    start.focus()
     watched.wait_for_load_state("networkidle")
     assert fetched == []
-    sim.get_by_role("button", name="Start the simulation").click()
+    expect(sim.locator(".sim-size")).to_contain_text("begun when you press Start")
+    start.click()
     expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
     assert any(url.endswith("/pyodide.asm.wasm") for url in fetched)
     assert watched.problems == []
@@ -55,7 +71,8 @@ def test_the_start_control_says_how_much_python_downloads(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
     said = watched.locator("#" + sim.locator(".sim-start").get_attribute("aria-describedby"))
     megabytes = float(re.fullmatch(r"It runs Python in your browser: a download of "
-                                   r"([\d.]+) MB\.", said.text_content()).group(1))
+                                   r"([\d.]+) MB, begun as you point at Start or tab to it\.",
+                                   said.text_content()).group(1))
     fetched = {response.url: len(response.body()) for response in responses}
     assert round(sum(fetched.values()) / 1e6, 1) == megabytes, sorted(fetched)
     assert watched.problems == []

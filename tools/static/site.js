@@ -1,6 +1,6 @@
 // Small comforts for reading: the theme toggle, the contents menu on narrow
-// screens, the current section marked in the contents, and answers unfolded
-// for printing.
+// screens, headings that land clear of the header, the current section
+// marked in the contents, and answers unfolded for printing.
 
 const root = document.documentElement;
 const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
@@ -31,14 +31,34 @@ function setUpThemeToggle() {
   systemDark.addEventListener("change", () => showTheme(button));
 }
 
+// On a phone the contents are a menu over the page: a link followed from it
+// shows where it leads, and Escape puts it away, back to its button.
 function setUpContentsMenu() {
   const button = document.querySelector(".toc-toggle");
   const toc = document.getElementById("toc");
-  button.addEventListener("click", () => {
-    const open = button.getAttribute("aria-expanded") !== "true";
+  const isOpen = () => button.getAttribute("aria-expanded") === "true";
+  const show = (open) => {
     button.setAttribute("aria-expanded", String(open));
     toc.classList.toggle("open", open);
+  };
+  button.addEventListener("click", () => show(!isOpen()));
+  toc.addEventListener("click", (event) => event.target.closest("a") && show(false));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && isOpen()) {
+      show(false);
+      button.focus();
+    }
   });
+}
+
+// The sticky header's height, which wraps on a phone, as --header-height:
+// course.css opens the contents menu below it and lands a heading reached
+// by a link clear of it.
+function trackHeaderHeight() {
+  const header = document.querySelector(".site-header");
+  new ResizeObserver(() => {
+    root.style.setProperty("--header-height", `${header.offsetHeight}px`);
+  }).observe(header);
 }
 
 function markCurrentSection() {
@@ -79,5 +99,6 @@ function unfoldAnswersForPrint() {
 
 setUpThemeToggle();
 setUpContentsMenu();
+trackHeaderHeight();
 markCurrentSection();
 unfoldAnswersForPrint();

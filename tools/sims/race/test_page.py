@@ -49,6 +49,23 @@ def test_the_race_stepper_by_keyboard_alone(watched, site_url):
     assert watched.problems == []
 
 
+def test_a_worker_that_finishes_under_the_focus_hands_it_on(watched, site_url):
+    """Enter pressed on Step worker 1 until worker 1 has no step left: the
+    button disables itself and the focus goes on to Step worker 2, where the
+    next Enter works, not to the top of the page."""
+    sim = start_simulation(watched, site_url, CHAPTER, "race", keyboard=True)
+    step_1 = sim.get_by_role("button", name="Step worker 1")
+    step_1.focus()
+    for _ in range(20):                 # a worker has fewer steps than this
+        watched.keyboard.press("Enter")
+        answered(sim)
+        if step_1.is_disabled():
+            break
+    expect(step_1).to_be_disabled()
+    expect(sim.get_by_role("button", name="Step worker 2")).to_be_focused()
+    assert watched.problems == []
+
+
 def test_a_speed_chosen_while_playing_applies_at_once(watched_alone, site_url):
     """On the page's own clock, held still: Play at 1× (a step every 700 ms),
     then 3× (every 233 ms). The first step comes within 300 ms."""
