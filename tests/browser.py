@@ -186,6 +186,37 @@ STICKING_OUT = """(sim) => {
         .map((e) => `${e.tagName}.${e.getAttribute("class")}: ${e.textContent.slice(0, 30)}`);
 }"""
 
+# The page's own boxes (listings, transcripts, diagrams, examples: the
+# simulations are checked apart): those whose lines are wider than they
+# are, and of those the ones without the shades course.css gives a box to
+# say so (background layers that stay at its edges, and covers that ride
+# with its lines); and anything in the text outside the room between the
+# contents and the window's edge.
+BOXES_CUT_OFF = """() => {
+    const main = document.querySelector("main");
+    const toc = document.querySelector(".toc");
+    const left = toc && toc.getClientRects().length ? toc.getBoundingClientRect().right : 0;
+    const shown = [...main.querySelectorAll("*")]
+        .filter((e) => !e.closest(".sim, .visually-hidden") && e.getClientRects().length > 0);
+    const boxes = shown.filter((e) => ["auto", "scroll"].includes(getComputedStyle(e).overflowX));
+    const name = (e) => `${e.tagName.toLowerCase()}.${e.className}: ${e.textContent.slice(0, 40)}`;
+    const wide = boxes.filter((e) => e.scrollWidth > e.clientWidth + 1);
+    const isBox = new Set(boxes);
+    const inBox = (e) => { for (let up = e.parentElement; up !== main; up = up.parentElement) {
+                               if (isBox.has(up)) return true; }
+                           return false; };
+    return {
+        boxes: boxes.length,
+        wide: wide.length,
+        silent: wide.filter((e) => !getComputedStyle(e).backgroundAttachment
+                                   .startsWith("local, local, scroll, scroll")).map(name),
+        outside: shown.filter((e) => !inBox(e))
+            .filter((e) => { const r = e.getBoundingClientRect();
+                             return r.left < left - 0.5 || r.right > innerWidth + 0.5; })
+            .map(name),
+    };
+}"""
+
 # Checkboxes and radios smaller than WCAG 2.2's least target (2.5.8: 24 by
 # 24 CSS pixels), too small to tap with a finger.
 TOO_SMALL_TO_TAP = """(sim) => [...sim.querySelectorAll("input[type=checkbox], input[type=radio]")]

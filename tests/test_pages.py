@@ -4,7 +4,7 @@ The simulations' pages are tested in tools/sims/."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import AXE, serious_violations, visit
+from tests.browser import AXE, BOXES_CUT_OFF, serious_violations, visit
 
 
 CHAPTER = "the-waiter-who-cooks.html"        # has a listing, transcripts and answers
@@ -152,6 +152,24 @@ def test_a_heading_reached_by_its_address_lands_below_the_header(new_page, site_
     target = page.locator("main section.level2[id]").nth(2)
     visit(page, f"{site_url}/{CHAPTER}#{target.get_attribute('id')}")
     landed_clear_of_the_header(page, target)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_box_is_cut_off_without_showing_that_it_scrolls(new_page, site_pages, site_url, width):
+    """On every page, a listing, transcript, diagram or example whose lines
+    are wider than its box shows a shade at the edge that hides more (the
+    reader who never tries to scroll would miss it); nothing reaches under
+    the contents or past the window. At 1280 px listings, transcripts and
+    diagrams take room beside the column, so only lines longer than a
+    listing's 79 columns scroll there."""
+    page = new_page(width, 900)
+    cut_off = {}
+    for path in sorted(site_pages.glob("*.html")):
+        visit(page, f"{site_url}/{path.name}")
+        found = page.evaluate(BOXES_CUT_OFF)
+        if found["silent"] or found["outside"]:
+            cut_off[path.name] = found
+    assert cut_off == {}
 
 
 def test_the_skip_link_is_the_first_stop(watched, site_url):
