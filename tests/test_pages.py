@@ -172,6 +172,21 @@ def test_no_box_is_cut_off_without_showing_that_it_scrolls(new_page, site_pages,
     assert cut_off == {}
 
 
+def test_a_page_opened_as_a_file_says_how_to_serve_it(new_page, site_pages, site_url):
+    """Opened from file://, where the simulations cannot run, each says so,
+    with the command that serves the page's own folder; served, none does."""
+    page = new_page()
+    chapter = "idempotency-making-repeats-harmless.html"      # two simulations
+    visit(page, (site_pages / chapter).as_uri())
+    notes = page.locator(".sim .sim-served")
+    expect(notes).to_have_count(page.locator(".sim").count())
+    expect(notes.first).to_contain_text(
+        f'python3 -m http.server --directory "{site_pages}" 8000')
+    visit(page, f"{site_url}/{chapter}")
+    expect(page.locator(".sim-mount .sim-start").first).to_be_visible()
+    expect(notes).to_have_count(0)
+
+
 def test_the_skip_link_is_the_first_stop(watched, site_url):
     visit(watched, f"{site_url}/{CHAPTER}")
     watched.keyboard.press("Tab")

@@ -85,6 +85,27 @@ function markCurrentSection() {
   update();
 }
 
+// A page opened as a file cannot run its simulations: browsers load module
+// scripts and start workers only for a page a server sent. Each simulation
+// says so, with the command that serves the folder this page is in.
+function sayHowToServe() {
+  if (location.protocol !== "file:") return;
+  const folder = decodeURIComponent(location.pathname)
+    .replace(/\/[^/]*$/, "")            // the page's folder
+    .replace(/^\/([A-Za-z]:)/, "$1") || "/";   // on Windows, C:/... not /C:/...
+  for (const sim of document.querySelectorAll(".sim")) {
+    const note = document.createElement("p");
+    note.className = "sim-served";
+    const code = (text) => Object.assign(document.createElement("code"), { textContent: text });
+    note.append("This page was opened as a file, so its simulation cannot run: a browser " +
+      "starts Python only for a page a server sent. Serve its folder with ",
+      code(`python3 -m http.server --directory "${folder}" 8000`),
+      " (or ", code("make serve"), " in the course's folder) and open ",
+      code("http://localhost:8000/"), ".");
+    sim.prepend(note);
+  }
+}
+
 // Folded answers would be missing from paper: open them all for printing.
 function unfoldAnswersForPrint() {
   let opened = [];
@@ -100,5 +121,6 @@ function unfoldAnswersForPrint() {
 setUpThemeToggle();
 setUpContentsMenu();
 trackHeaderHeight();
+sayHowToServe();
 markCurrentSection();
 unfoldAnswersForPrint();
