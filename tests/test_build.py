@@ -1,5 +1,6 @@
 """tools/build.py: the site it builds, and how it refuses broken input."""
 import difflib
+import json
 import re
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+import tools.build
 from tools.build import BuildError, python_for_build
 from tools import guide, sims
 from tests.pages import Page
@@ -148,6 +150,23 @@ def test_the_markdown_download_has_every_include_filled(site):
 def test_epub_and_pdf_are_built(site):
     assert (site / "guide.epub").read_bytes()[:2] == b"PK"
     assert (site / "guide.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_search_indexes_every_chapter_once(site_pages):
+    """Pagefind's index holds each chapter's page, not all.html, which
+    repeats them, nor the cover; the site keeps only the files search uses."""
+    entry = json.loads((site_pages / "pagefind" / "pagefind-entry.json").read_text())
+    chapters = [page for page in html_files(site_pages)
+                if page.name not in ("index.html", "all.html")]
+    assert entry["languages"]["en"]["page_count"] == len(chapters) == len(chapter_titles())
+    assert (site_pages / "pagefind" / "pagefind.js").is_file()
+    assert not list((site_pages / "pagefind").glob("pagefind-*ui*"))
+
+
+def test_without_pagefind_the_build_says_what_to_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(tools.build, "PAGEFIND", ROOT / "node_modules" / ".bin" / "gone")
+    with pytest.raises(BuildError, match=r"node_modules/\.bin/gone not found: run `npm ci`"):
+        tools.build.index_for_search(tmp_path)
 
 
 def test_the_font_has_every_character_of_every_diagram_and_listing():

@@ -1,6 +1,8 @@
 """The built site in a real browser (Debian's Chromium, driven by
 Playwright): its pages, their themes, answers, listings and navigation.
 The simulations' pages are tested in tools/sims/."""
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -185,6 +187,25 @@ def test_a_page_opened_as_a_file_says_how_to_serve_it(new_page, site_pages, site
     visit(page, f"{site_url}/{chapter}")
     expect(page.locator(".sim-mount .sim-start").first).to_be_visible()
     expect(notes).to_have_count(0)
+
+
+def test_search_finds_the_chapters_that_hold_the_words(watched, site_url):
+    """Typed into the search box above the contents, words fetch the index
+    built with the site and list the chapters that hold them, the words
+    marked; a result opens its chapter, and words found nowhere say so."""
+    visit(watched, f"{site_url}/{CHAPTER}")
+    search = watched.get_by_label("Search the guide")
+    search.fill("thundering herd")
+    results = watched.locator(".search-results")
+    expect(results).to_contain_text("6. Retry: Trying Again, Politely")
+    expect(results.locator("mark").first).to_be_visible()
+    expect(watched.locator(".search-status")).to_have_text(re.compile(r"\d+ chapters? found"))
+    results.get_by_role("link", name="6. Retry: Trying Again, Politely").click()
+    expect(watched.locator("main h1")).to_have_text("6. Retry: Trying Again, Politely")
+    watched.get_by_label("Search the guide").fill("zqxjkv")
+    expect(watched.locator(".search-status")).to_have_text("Nothing found")
+    expect(watched.locator(".search-results")).to_be_hidden()
+    assert watched.problems == []
 
 
 def test_the_skip_link_is_the_first_stop(watched, site_url):

@@ -133,6 +133,7 @@ def main(argv=None):
             write_sim_archive(staging / "static" / "sims" / "course.zip")
             shutil.copy(stdlib.result(), staging / "static" / "sims" / "stdlib.zip")
             write_pages(book, staging, python_download(staging))
+            index_for_search(staging)
             (staging / "guide.md").write_text(markdown, encoding="utf-8")
             for extra in extras:
                 shutil.move(extra.result(), staging)
@@ -232,13 +233,34 @@ def write_pages(book, staging, download):
     for number, chapter in enumerate(chapters):
         write(staging / chapter["file"], page.render(
             common, current=chapter, body=chapter["html"], sims=has_sims(chapter["html"]),
+            indexed=True,
             previous=chapters[number - 1] if number else None,
             next=chapters[number + 1] if number + 1 < len(chapters) else None))
     write(staging / "index.html", env.get_template("index.html").render(
-        common, current=None, sims=False))
+        common, current=None, sims=False, indexed=False))
     write(staging / "all.html", page.render(
         common, current=None, body=book["all_in_one"], sims=has_sims(book["all_in_one"]),
-        previous=None, next=None))
+        indexed=False, previous=None, next=None))
+
+
+# Pagefind (npm, package.json) indexes the pages it is given: each chapter's
+# <main> (data-pagefind-body), not all.html, which repeats them all. Its
+# index and its search script go to site/pagefind/; site.js fetches them
+# when the reader first types into the search box.
+PAGEFIND = ROOT / "node_modules" / ".bin" / "pagefind"
+
+
+def index_for_search(staging):
+    if not PAGEFIND.is_file():
+        raise BuildError(f"{PAGEFIND.relative_to(ROOT)} not found: run `npm ci` "
+                         "(make site does) to install Pagefind, which indexes the pages "
+                         "for search")
+    # Not the headings' "#" links, nor the diagrams' box-drawing lines.
+    run([str(PAGEFIND), "--site", str(staging), "--output-subdir", "pagefind", "--silent",
+         "--exclude-selectors", ".anchor", "--exclude-selectors", "pre.diagram"])
+    for unused in (staging / "pagefind").glob("pagefind-*"):   # its own ready-made UIs
+        if unused.name not in ("pagefind-entry.json", "pagefind-worker.js"):
+            unused.unlink()
 
 
 def has_sims(html):

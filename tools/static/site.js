@@ -1,6 +1,6 @@
 // Small comforts for reading: the theme toggle, the contents menu on narrow
-// screens, headings that land clear of the header, the current section
-// marked in the contents, and answers unfolded for printing.
+// screens, headings that land clear of the header, search, the current
+// section marked in the contents, and answers unfolded for printing.
 
 const root = document.documentElement;
 const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
@@ -106,6 +106,67 @@ function sayHowToServe() {
   }
 }
 
+// Search: Pagefind's index of every chapter, built with the site
+// (tools/build.py), fetched when the reader first types. Each result links
+// to its chapter, with the words found.
+const SHOWN_RESULTS = 8;
+function setUpSearch() {
+  const box = document.getElementById("search-box");
+  const status = document.querySelector(".search-status");
+  const list = document.querySelector(".search-results");
+  let engine = null;
+  let asked = 0;                // the newest query: an older answer is dropped
+  box.addEventListener("input", async () => {
+    const query = box.value.trim();
+    const mine = ++asked;
+    if (!query) {
+      list.hidden = true;
+      status.textContent = "";
+      return;
+    }
+    try {
+      engine ??= import(new URL("pagefind/pagefind.js", document.baseURI).href)
+        .then(async (pagefind) => {
+          await pagefind.options({ baseUrl: new URL(".", document.baseURI).pathname });
+          return pagefind;
+        });
+      const found = await (await engine).search(query);
+      const pages = await Promise.all(found.results.slice(0, SHOWN_RESULTS)
+        .map((result) => result.data()));
+      if (mine !== asked) return;
+      list.replaceChildren(...pages.map(resultItem));
+      list.hidden = pages.length === 0;
+      status.textContent = found.results.length
+        ? `${found.results.length} ${found.results.length === 1 ? "chapter" : "chapters"} found`
+        : "Nothing found";
+    } catch (error) {
+      engine = null;            // try again on the next key
+      status.textContent = "Search did not load: it needs the site served, not opened as a file.";
+    }
+  });
+}
+
+function resultItem(page) {
+  const item = document.createElement("li");
+  item.append(Object.assign(document.createElement("a"),
+    { href: page.url, textContent: page.meta.title }), words(page.excerpt));
+  return item;
+}
+
+// An excerpt as text, with the words found marked: Pagefind gives it as
+// HTML, of which only <mark> is kept.
+function words(excerpt) {
+  const parsed = document.createElement("template");
+  parsed.innerHTML = excerpt;
+  const paragraph = document.createElement("p");
+  for (const part of parsed.content.childNodes) {
+    paragraph.append(part.nodeName === "MARK"
+      ? Object.assign(document.createElement("mark"), { textContent: part.textContent })
+      : part.textContent);
+  }
+  return paragraph;
+}
+
 // Folded answers would be missing from paper: open them all for printing.
 function unfoldAnswersForPrint() {
   let opened = [];
@@ -122,5 +183,6 @@ setUpThemeToggle();
 setUpContentsMenu();
 trackHeaderHeight();
 sayHowToServe();
+setUpSearch();
 markCurrentSection();
 unfoldAnswersForPrint();
