@@ -24,7 +24,8 @@ The recipe, in main():
    tools/sims/ into site/static/sims/, Pyodide from node_modules/pyodide
    into site/pyodide/, and pack the simulations' Python into
    site/static/sims/course.zip, beside their standard library, stdlib.zip
-   (tools/sims/package.py);
+   (tools/sims/package.py); index the chapters for search with Pagefind
+   (node_modules/.bin/pagefind) into site/pagefind/;
 5. meanwhile, in threads of their own, make the EPUB (pandoc -t epub3) and
    the PDF (pandoc -t typst, set by the typst package), with the same
    filters;
