@@ -208,6 +208,15 @@ def test_search_finds_the_chapters_that_hold_the_words(watched, site_url):
     assert watched.problems == []
 
 
+def test_the_covers_contents_are_numbered_once(watched, site_url):
+    """The titles carry their chapters' numbers ("0. How to Use This Guide"):
+    the list on the cover shows no numbers of its own."""
+    visit(watched, f"{site_url}/index.html")
+    items = watched.locator(".cover .contents li")
+    expect(items.first).to_have_text(re.compile(r"^0\. "))
+    assert items.first.evaluate("(item) => getComputedStyle(item).listStyleType") == "none"
+
+
 def test_the_skip_link_is_the_first_stop(watched, site_url):
     visit(watched, f"{site_url}/{CHAPTER}")
     watched.keyboard.press("Tab")
