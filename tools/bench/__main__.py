@@ -19,8 +19,10 @@
   litequeue from requirements-bench.txt;
 - simulations (tools/bench/sims.py): click to interactive against a bare
   Pyodide boot in Chromium, cold (at most 0.8 times) and pointed at first
-  (clicked half a second after the pointer reached Start), and main-thread
-  blocking while a simulation starts (none);
+  (clicked half a second after the pointer reached Start), main-thread
+  blocking while a simulation starts (none), what a page fetches before
+  the reader points at Start (no Python), and boxes that scroll sideways
+  without showing it (none);
 - checking time (tools/bench/grading.py): each exercise of a copy of code/
   checked with check.py, as a learner checks it, then the whole folder as
   make check WORK= grades it, wall and CPU seconds (the goals: 10 s an

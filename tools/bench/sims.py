@@ -13,7 +13,12 @@ In Debian's Chromium, driven by Playwright, against the site just built:
   reader's hand moves (Python starts loading when the reader points at
   Start or tabs to it), from the click to ready;
 - main-thread blocking while the simulation starts: the long tasks (over
-  50 ms) the browser reports between the click and ready. The goal is none.
+  50 ms) the browser reports between the click and ready. The goal is none;
+- before the reader points at Start, on the page with the most
+  simulations, scrolled through: the bytes fetched, and the files of
+  Python asked for (the goal: none);
+- boxes that scroll sideways on every page at 1280 and 390 px, and those
+  of them with no shade to show it (the goal: none).
 Each is the median of RUNS runs, alternating, each on a fresh page (so a
 fresh worker), with the browser's HTTP cache warm after the first.
 """
@@ -105,10 +110,57 @@ def measure(site_url):
             max(blocked))
 
 
+# The page with the most simulations: the heaviest a reader opens.
+HEAVIEST = "idempotency-making-repeats-harmless.html"
+
+
+def before_python(site_url, site):
+    """What a reader's browser fetches of the heaviest simulation page,
+    scrolled from top to bottom, before they point at Start: bytes, and
+    how many files of Python it asked for; and, on every page but all.html (which
+    repeats the chapters) at 1280 and 390 px, the boxes that scroll
+    sideways and those of them that do not show it."""
+    from tests.browser import BOXES_CUT_OFF, of_python
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_page()
+        sizes = {}                                    # each response's body, by address
+        page.on("response", lambda response: sizes.__setitem__(
+            response.url, len(response.body()) if response.ok else 0))
+        asked = []                                    # every request, a worker's too
+        page.on("request", lambda request: asked.append(request.url))
+        page.goto(f"{site_url}/{HEAVIEST}")
+        height = page.evaluate("document.documentElement.scrollHeight")
+        for top in range(0, height, 600):             # a reader scrolling through
+            page.evaluate(f"window.scrollTo(0, {top})")
+            page.wait_for_timeout(100)
+        page.wait_for_timeout(1000)                   # for anything a scroll set off
+        page.wait_for_load_state("networkidle")
+        fetched = (sum(sizes.values()), sum(map(of_python, asked)))
+        page.close()
+        boxes = {}
+        for width in (1280, 390):
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            counts = [0, 0, 0]
+            for path in sorted(site.glob("*.html")):
+                if path.name == "all.html":           # every chapter again
+                    continue
+                page.goto(f"{site_url}/{path.name}")
+                found = page.evaluate(BOXES_CUT_OFF)
+                for at, number in enumerate((found["boxes"], found["wide"], len(found["silent"]))):
+                    counts[at] += number
+            boxes[width] = counts
+            page.close()
+        browser.close()
+    return fetched, boxes
+
+
 def main(site):
     server = serve(site)
     try:
-        bare, ready, warm, blocked = measure(f"http://127.0.0.1:{server.server_port}")
+        site_url = f"http://127.0.0.1:{server.server_port}"
+        bare, ready, warm, blocked = measure(site_url)
+        (page_bytes, python_files), boxes = before_python(site_url, site)
     finally:
         server.shutdown()
         server.server_close()
@@ -120,3 +172,8 @@ def main(site):
           f"   clicked {HOVER_SECONDS} s after the pointer reached Start")
     print(f"  main thread blocked meanwhile (long tasks)   {blocked:6.2f} s"
           "   the worst run (goal: none)")
+    print(f"before the reader points at Start ({HEAVIEST}, scrolled through):")
+    print(f"  fetched {page_bytes:,} bytes; files of Python asked for: {python_files} (goal: 0)")
+    print("boxes that scroll sideways on every page, and those that do not show it (goal: 0):")
+    for width, (count, wide, silent) in boxes.items():
+        print(f"  at {width:4} px: {wide} of {count} scroll, {silent} without a shade")
