@@ -141,7 +141,9 @@ function setUpSearch() {
         : "Nothing found";
     } catch (error) {
       engine = null;            // try again on the next key
-      status.textContent = "Search did not load: it needs the site served, not opened as a file.";
+      status.textContent = location.protocol === "file:"
+        ? "Search works only on the site served, not on a page opened as a file."
+        : `Search did not load: ${error.message}`;
     }
   });
 }
