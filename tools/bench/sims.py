@@ -25,6 +25,7 @@ fresh worker), with the browser's HTTP cache warm after the first.
 import functools
 import http.server
 import statistics
+import sys
 import threading
 
 from playwright.sync_api import sync_playwright
@@ -68,9 +69,16 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+        # a page closed or navigated away mid-download: nothing went wrong
+
+
 def serve(folder):
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
+    server = QuietServer(("127.0.0.1", 0),
+                         functools.partial(QuietHandler, directory=str(folder)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
