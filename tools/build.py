@@ -234,18 +234,18 @@ def write_pages(book, staging, download):
     for number, chapter in enumerate(chapters):
         write(staging / chapter["file"], page.render(
             common, current=chapter, body=chapter["html"], sims=has_sims(chapter["html"]),
-            indexed=True,
             previous=chapters[number - 1] if number else None,
             next=chapters[number + 1] if number + 1 < len(chapters) else None))
     write(staging / "index.html", env.get_template("index.html").render(
-        common, current=None, sims=False, indexed=False))
+        common, current=None, sims=False))
     write(staging / "all.html", page.render(
         common, current=None, body=book["all_in_one"], sims=has_sims(book["all_in_one"]),
-        indexed=False, previous=None, next=None))
+        previous=None, next=None))
 
 
 # Pagefind (npm, package.json) indexes the pages it is given: each chapter's
-# <main> (data-pagefind-body), not all.html, which repeats them all. Its
+# <main> (data-pagefind-body, on a page with a current chapter), not
+# all.html, which repeats them all, nor the cover. Its
 # index and its search script go to site/pagefind/; site.js fetches them
 # when the reader first types into the search box.
 PAGEFIND = ROOT / "node_modules" / ".bin" / "pagefind"
