@@ -6,6 +6,11 @@ engine.py on Engine, with
     SETTINGS   {name: kind}: what the page may set, each value checked by
                check(); a kind is (bool,), (str, choice, ...) or (int or
                float, lowest, highest)
+    PAGE_STARTS_WITH
+               {keyword: value}: what the page makes it with, when these
+               are not its defaults. The build draws the page's first
+               picture, before any Python runs, from the state() of an
+               engine made so (tools/sims/package.py)
     state()    everything the page draws, as JSON-ready data, with
                "tasks": self.tasks()
     close()    frees its connections and files (nothing, by default)
@@ -74,6 +79,7 @@ class Engine:
     """The base of every engine: see this module's docstring."""
     TASKS = {}
     SETTINGS = {}
+    PAGE_STARTS_WITH = {}
 
     def __init__(self):
         self.earned = set()

@@ -4,11 +4,14 @@ library trimmed to what they import. tools/build.py calls these; they know
 nothing of the build, and a problem is a PackagingError, which the build
 reports as its own."""
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import zipfile
 from pathlib import Path
+
+from .api import engines
 
 SIMS = Path(__file__).resolve().parent      # one folder each, and what they share
 ROOT = SIMS.parent.parent
@@ -114,6 +117,29 @@ def write_sim_archive(path):
             archive.writestr(zipfile.ZipInfo(source.relative_to(ROOT).as_posix(),
                                              date_time=(2026, 1, 1, 0, 0, 0)),
                              source.read_bytes())
+
+
+def write_first_pictures(folder, package=__package__):
+    """Each simulation's first state, as its page makes it, in its folder as
+    first.json: {"options": what the page makes it with, "state": its
+    state()}. The view draws it as the page loads, so the reader sees the
+    system before any Python is downloaded; Start makes the same engine in
+    the browser, with the same options."""
+    for name, engine in engines(package).items():
+        options = engine.PAGE_STARTS_WITH
+        try:
+            made = engine(**options)
+            try:
+                first = {"options": options, "state": made.state()}
+            finally:
+                made.close()
+            text = json.dumps(first, separators=(",", ":"))
+        except Exception as error:
+            raise PackagingError(f"the {name} simulation's first state could not be made "
+                                 f"with {options}: {type(error).__name__}: {error}") from error
+        target = folder / name.replace("-", "_") / "first.json"    # its folder's name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
 
 
 def python_download(staging):

@@ -1,9 +1,11 @@
 // The simulations: each `.sim-mount[data-sim]` the build leaves in a page
-// becomes a start button. Starting one boots Python (once per page) and
-// draws the simulation from the state its Python engine reports after
-// every action. Everything runs in the reader's browser. Python starts
-// loading only when the reader shows they mean to start: a pointer over
-// Start, or the focus on it (on Start itself when the browser saves data).
+// becomes a picture and a start button. The picture is the engine's first
+// state, which the build computed (first.json), drawn as the page loads but
+// not yet to be used (inert). Starting boots Python (once per page) and
+// makes the same engine, which then draws the simulation after every
+// action. Everything runs in the reader's browser. Python starts loading
+// only when the reader shows they mean to start: a pointer over Start, or
+// the focus on it (on Start itself when the browser saves data).
 
 import { call, ready, stop, watchDownload } from "./runtime.js";
 import { el, taskList, whenWidthChanges } from "./dom.js";
@@ -23,15 +25,26 @@ const SAVING_DATA = Boolean(navigator.connection?.saveData);
 // ("killable-queue" is killable_queue/), as tools/sims/__init__.py has it.
 const folderOf = (name) => name.replaceAll("-", "_");
 
-// A simulation's view is the default export of view.js in its folder, and
-// its styles are view.css beside it. Both are fetched as the page loads and
-// used on Start, which waits for both: a view measures what it draws.
+// A simulation's view is the default export of view.js in its folder, its
+// styles are view.css beside it, and its first state first.json (written
+// by the build: tools/sims/package.py). All three are fetched as the page
+// loads, and the first picture waits for them all: a view measures what it
+// draws. {makeView, first}: first.options are what the engine is made with.
 function loadView(name) {
   const folder = new URL(`./${folderOf(name)}/`, import.meta.url);
   const loading = Promise.all([import(new URL("view.js", folder).href),
-    styles(new URL("view.css", folder).href)]).then(([module]) => module.default);
+    styles(new URL("view.css", folder).href), firstState(new URL("first.json", folder))])
+    .then(([module, , first]) => ({ makeView: module.default, first }));
   loading.catch(() => {});     // a failure is reported when the reader starts it
   return loading;
+}
+
+async function firstState(url) {
+  const response = await fetch(url);
+  if (!response.ok) {
+    throw new Error(`${url.pathname} did not load (${response.status})`);
+  }
+  return response.json();
 }
 
 const sheets = new Map();      // each stylesheet once, however many of its sims a page has
@@ -66,7 +79,7 @@ function mount(element, number) {
   element.append(el("div", { class: "sim-bar" }, start, size, status), body, announcer);
   element.dataset.state = "idle";
   element.dataset.busy = "false";
-  let view = null;
+  let view = null;             // what draws the states, in body
   // The tasks the engine reports, ticked when earned: the view places them.
   const taskBox = el("div");
   const tasks = el("section", {}, el("h3", {}, "Try to"), taskBox);
@@ -101,9 +114,24 @@ function mount(element, number) {
       ? `${ended(`Done: ${finished.map((task) => task.text).join("; ")}`)} ${then}` : then);
   }
 
+  // The text beside the mount, for readers without scripts.
+  const fallbacks = () => [...element.parentElement.children].filter((each) => each !== element);
+
+  // A view made afresh in body, its pictures redrawn to fit each new width.
+  function makeView(make) {
+    body.replaceChildren();
+    const made = make(body, { act, announce, tasks });
+    view = made;
+    drawn = null;
+    if (made.resized) {
+      const { box, redraw } = made.resized;
+      whenWidthChanges(box, () => drawn && view === made && redraw(drawn));
+    }
+  }
+
   // `newest`: no call waits behind this state's, so it is what the controls
   // say now; an older one may not be, and a view leaves its controls alone.
-  function draw(state) {
+  function paint(state) {
     const focused = body.contains(document.activeElement) ? document.activeElement : null;
     drawn = state;
     view.draw(state, { newest: waiting <= 1 });
@@ -112,9 +140,40 @@ function mount(element, number) {
     }
     if (state.tasks) {
       taskBox.replaceChildren(taskList(state.tasks));
+    }
+  }
+
+  function draw(state) {
+    paint(state);
+    if (state.tasks) {
       guide(state.tasks);
     }
   }
+
+  // The first picture, drawn as soon as the view and the first state are
+  // here: the system as Start will make it, to be seen but not yet used
+  // (inert). If either fails to load, nothing is drawn, and Start says why.
+  sim.then(({ makeView: make, first }) => {
+    if (element.dataset.state !== "idle") {
+      return;                  // Start was quicker, and draws for itself
+    }
+    makeView(make);
+    body.inert = true;
+    body.hidden = false;       // shown before drawn: a view measures its boxes
+    paint(first.state);
+    element.dataset.picture = "first";
+    // The paragraph written for readers without scripts says what the
+    // picture shows: now only read out, since the picture is not.
+    for (const fallback of fallbacks()) {
+      fallback.classList.add("visually-hidden");
+    }
+  }, () => {});
+  // A click on that picture, whose controls do not work yet, starts it.
+  element.addEventListener("click", (event) => {
+    if (event.target === element && body.inert && !start.hidden) {
+      start.click();
+    }
+  });
 
   // One call to this simulation's engine; the view draws the state it returns.
   function act(method, ...args) {
@@ -160,8 +219,11 @@ function mount(element, number) {
     (controls.slice(at + 1).find(works) || controls.slice(0, at).reverse().find(works))?.focus();
   }
 
+  // Nothing is read out of the first picture: the page has just loaded.
   function announce(text) {
-    announcer.textContent = text;
+    if (!body.inert) {
+      announcer.textContent = text;
+    }
   }
 
   function failed(error) {
@@ -169,6 +231,7 @@ function mount(element, number) {
     start.textContent = "Start again";
     start.hidden = false;
     body.hidden = true;
+    view = null;               // Start again makes a new one
   }
 
   function stuck() {
@@ -181,24 +244,23 @@ function mount(element, number) {
     size.hidden = true;
     setState("loading", `Starting Python in your browser (${DOWNLOAD})…`);
     const progressShown = showProgress(status);
-    body.replaceChildren();
     try {
-      view = (await sim)(body, { act, announce, tasks });
-      drawn = null;
-      if (view.resized) {       // a picture drawn to fit one width, redrawn at the next
-        const { box, redraw } = view.resized;
-        whenWidthChanges(box, () => drawn && redraw(drawn));
+      const { makeView: make, first } = await sim;
+      if (!view) {
+        makeView(make);        // no first picture to bring to life
       }
-      const answer = await call({ sim: name, instance, method: "new", args: [view.options || {}] });
+      const answer = await call({ sim: name, instance, method: "new", args: [first.options] });
       if (!answer.ok) {
         throw new Error(answer.error);
       }
+      body.inert = false;
       body.hidden = false;
+      delete element.dataset.picture;
       setState("ready", "Ready.");
       done = null;             // a new engine: its first task comes first
       draw(answer.state);
-      for (const fallback of element.parentElement.children) {
-        fallback.hidden = fallback !== element;   // the text for readers without scripts
+      for (const fallback of fallbacks()) {
+        fallback.hidden = true;
       }
       // The Start button is gone: the focus goes to the first control, not
       // back to the top of the page.

@@ -12,16 +12,21 @@ import pytest
 from tests.helpers import run_program
 from tools import sims
 from tools.harness import catalogue
-from tools.sims import api
+from tools.sims import api, package
 
 FOLDERS = sims.folders()
 
 
 def keeps_the_contract(engine):
     """Assert what every engine class promises the page: made with its
-    defaults, its state is JSON with its tasks, none earned yet, and two
-    made alike say the same; it closes."""
-    first, second = engine(), engine()
+    defaults, or as the page makes it, its state is JSON with its tasks,
+    none earned yet, and two made alike say the same; it closes."""
+    for options in ({}, engine.PAGE_STARTS_WITH):
+        keeps_the_contract_made_with(engine, options)
+
+
+def keeps_the_contract_made_with(engine, options):
+    first, second = engine(**options), engine(**options)
     try:
         state = first.state()
         assert json.loads(json.dumps(state)) == state, "state() must be JSON-ready data"
@@ -67,6 +72,21 @@ def test_every_engine_has_a_text_program(name):
 
 def test_the_api_serves_exactly_the_folders():
     assert set(api.SIMS) == set(FOLDERS)
+
+
+def test_the_build_writes_each_first_state_as_the_page_makes_it(tmp_path):
+    """first.json, in each simulation's folder of the site: the options the
+    page makes its engine with, and that engine's state."""
+    package.write_first_pictures(tmp_path)
+    for name, folder in FOLDERS.items():
+        engine = api.SIMS[name]
+        made = engine(**engine.PAGE_STARTS_WITH)
+        try:
+            state = json.loads(json.dumps(made.state()))
+        finally:
+            made.close()
+        written = json.loads((tmp_path / folder.name / "first.json").read_text())
+        assert written == {"options": engine.PAGE_STARTS_WITH, "state": state}, name
 
 
 # ---- a throwaway simulation, from CONTRIBUTING.md's example
@@ -129,3 +149,18 @@ def test_an_engine_py_with_no_engine_class_is_named_in_the_error(tmp_path, monke
     with pytest.raises(LookupError, match=rf"{engine_py} must define one class on "
                                           r"tools.sims.engine.Engine; it defines 0"):
         api.engines(package)
+
+
+def test_a_first_state_that_cannot_be_made_fails_the_build_by_name(tmp_path, monkeypatch):
+    """An engine the page would make with a setting it refuses stops the
+    build with a sentence naming the simulation, the options and why."""
+    refused = EXAMPLE.group(1).replace('    SETTINGS = {"arrivals": (int, 1, 5)}\n',
+                                       '    SETTINGS = {"arrivals": (int, 1, 5)}\n'
+                                       '    PAGE_STARTS_WITH = {"arrivals": 9}\n', 1)
+    assert refused != EXAMPLE.group(1)
+    name, _ = throwaway_package(tmp_path, monkeypatch, refused)
+    with pytest.raises(package.PackagingError, match=re.escape(
+            "the queue-depth simulation's first state could not be made with "
+            "{'arrivals': 9}: ValueError: arrivals must be a whole number from 1 to 5, not 9")):
+        package.write_first_pictures(tmp_path / "site", name)
+    assert not (tmp_path / "site" / "queue_depth" / "first.json").exists()

@@ -1,9 +1,11 @@
-"""What sims.js and runtime.js do for every simulation, in Chromium: Python
-loads only once the reader points at Start or tabs to it (on Start itself
-when the browser saves data), the Start control says its size and shows
-its progress, a boot that never ends gives up, and actions made while
-Python answers wait their turn. They use the crash-timing explorer, or the
-race stepper, as any simulation."""
+"""What sims.js and runtime.js do for every simulation, in Chromium: each
+is drawn as the page loads, before any Python, as its engine starts;
+Python loads only once the reader points at Start or tabs to it (on Start
+itself when the browser saves data), the Start control says its size and
+shows its progress, a boot that never ends gives up, and actions made
+while Python answers wait their turn. Most use the crash-timing explorer,
+or the race stepper, as any simulation."""
+import difflib
 import re
 
 import pytest
@@ -11,9 +13,73 @@ from playwright.sync_api import expect
 
 from tests.browser import (BOOT_SECONDS, answered, of_python, python_requests,
                            start_simulation, visit)
-
+from tools.sims import folders
 
 CHAPTER = "idempotency-making-repeats-harmless.html"    # the crash-timing explorer's
+
+
+def test_each_simulation_is_drawn_before_python_as_its_engine_starts(watched, site_url):
+    """As the page loads, each simulation shows its first picture: drawn
+    from the state the build had the same engine compute, with nothing of
+    Python fetched, and not yet to be used (inert). Started, the engine
+    that Python makes in the browser answers, and the picture it draws is
+    the first one, to the last element and attribute."""
+    fetched = python_requests(watched)
+    visit(watched, f"{site_url}/all.html")
+    bodies = {name: watched.locator(f'.sim-mount[data-sim="{name}"]') for name in folders()}
+    first = {}
+    for name, sim in bodies.items():
+        expect(sim).to_have_attribute("data-picture", "first")
+        body = sim.locator(".sim-body")
+        expect(body).to_be_visible()
+        assert body.evaluate("(body) => body.inert"), f"{name}: its first picture can be used"
+        first[name] = body.inner_html()
+    watched.wait_for_load_state("networkidle")
+    assert fetched == [], "Python was fetched for the first pictures"
+    changed = {}
+    for name, sim in bodies.items():
+        sim.get_by_role("button", name="Start the simulation").click()
+        expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+        started = sim.locator(".sim-body").inner_html()
+        if started != first[name]:
+            lines = lambda html: html.replace(">", ">\n").splitlines()   # noqa: E731
+            changed[name] = list(difflib.unified_diff(lines(first[name]), lines(started),
+                                                      lineterm="", n=0))[2:8]
+    assert changed == {}, "the picture changed when Python started"
+    assert watched.problems == []
+
+
+def test_the_first_picture_cannot_be_used_but_a_click_on_it_starts_it(watched, site_url):
+    """The keyboard goes from Start past the picture's controls, which do not
+    work yet; a click anywhere on the picture starts the simulation, as
+    Start does."""
+    visit(watched, f"{site_url}/{CHAPTER}")
+    sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
+    expect(sim).to_have_attribute("data-picture", "first")
+    sim.get_by_role("button", name="Start the simulation").focus()
+    watched.keyboard.press("Tab")
+    assert not sim.locator(".sim-body").evaluate(
+        "(body) => body.contains(document.activeElement)"), "Tab reached the picture"
+    sim.locator(".sim-body").scroll_into_view_if_needed()
+    box = sim.locator(".sim-body").bounding_box()
+    watched.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(sim).to_have_attribute("data-state", "ready", timeout=BOOT_SECONDS * 1000)
+    expect(sim).not_to_have_attribute("data-picture", "first")
+    assert watched.problems == []
+
+
+def test_without_its_first_state_a_simulation_says_so_on_start(watched, site_url):
+    """A first.json that does not load leaves no half-drawn picture, and
+    Start says which file did not load."""
+    watched.route("**/crash_timing/first.json", lambda route: route.fulfill(status=404))
+    visit(watched, f"{site_url}/{CHAPTER}")
+    sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
+    watched.wait_for_load_state("networkidle")
+    expect(sim.locator(".sim-body")).to_be_hidden()
+    sim.get_by_role("button", name="Start the simulation").click()
+    expect(sim).to_have_attribute("data-state", "error")
+    expect(sim.locator(".sim-status")).to_have_text(
+        "The simulation stopped: /static/sims/crash_timing/first.json did not load (404).")
 
 
 def nothing_fetched_in_view(page, site_url, fetched):

@@ -454,6 +454,9 @@ class CrashTiming(Engine):
                           "but the transaction does",
     }
     SETTINGS = {"protection": (str, *PROTECTIONS), "crash": (str, *CRASHES)}
+    # The page opens on no crash: the default, a crash after the effect,
+    # would answer the first task before the reader chose anything.
+    PAGE_STARTS_WITH = {"crash": "none"}
 
     def __init__(self, protection="none", crash=None):
         """crash: one of the protection's moments; by default after the

@@ -429,7 +429,5 @@ export default function crashTiming(body, { act, announce, tasks }) {
     reveal();
   }
 
-  // The page opens on no crash: the engine's own default, a crash after the
-  // effect, would answer the first task before the reader chose anything.
-  return { draw, options: { crash: "none" } };
+  return { draw };
 }

@@ -101,6 +101,8 @@ class Herd(Rerun):
         "cap": (float, 0.0001, 60.0),
         "seed": (int, 0, 2**63),
     }
+    # The page opens on full jitter: the herd is for the reader to find.
+    PAGE_STARTS_WITH = {"policy": "full"}
 
     def __init__(self, policy="exponential", clients=100, base=0.005, cap=2.0, seed=1):
         super().__init__(policy=policy, clients=clients, base=base, cap=cap, seed=seed)

@@ -309,5 +309,5 @@ export default function herd(body, { act, announce, tasks }) {
     drawCompare(state);
   }
 
-  return { draw, options: { policy: "full" }, resized: { box: spikesBox, redraw } };
+  return { draw, resized: { box: spikesBox, redraw } };
 }

@@ -432,5 +432,5 @@ export default function killableQueue(body, { act, announce, tasks }) {
     lastEvent = state.events.length ? state.events[state.events.length - 1].n : lastEvent;
   }
 
-  return { draw, options: { lease: 5 } };
+  return { draw };
 }

@@ -32,5 +32,5 @@ export default function o7(body, { act, announce, tasks }) {
     }
   }
 
-  return { draw, options: {} };
+  return { draw };
 }

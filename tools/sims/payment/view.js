@@ -433,5 +433,5 @@ export default function payment(body, { act, announce, tasks }) {
     drawLanes(state);
   }
 
-  return { draw, options: {}, resized: { box: pictures, redraw } };
+  return { draw, resized: { box: pictures, redraw } };
 }

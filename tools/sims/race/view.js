@@ -433,5 +433,5 @@ export default function race(body, { act, announce, tasks }) {
     announce([...said, state.result].join(". "));
   }
 
-  return { draw, options: { claim: "naive" } };
+  return { draw };
 }

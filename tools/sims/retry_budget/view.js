@@ -322,5 +322,5 @@ export default function retryBudget(body, { act, announce, tasks }) {
     drawRun(state);
   }
 
-  return { draw, options: {}, resized: { box: pictures, redraw } };
+  return { draw, resized: { box: pictures, redraw } };
 }
