@@ -163,6 +163,24 @@ def test_search_indexes_every_chapter_once(site_pages):
     assert not list((site_pages / "pagefind").glob("pagefind-*ui*"))
 
 
+def test_a_page_asks_at_once_for_all_its_first_pictures_need(site_pages):
+    """A page preloads, for each simulation it holds, the view, its styles
+    and its first state, with the modules they share: files that exist.
+    A page without a simulation preloads none of it."""
+    for page in html_files(site_pages):
+        html = page.read_text(encoding="utf-8")
+        held = {name.replace("-", "_")
+                for name in re.findall(r'class="sim-mount" data-sim="([^"]+)"', html)}
+        preloaded = re.findall(r'<link rel="(?:module)?preload" href="([^"]+)"', html)
+        own = {f"static/sims/{folder}/{part}"
+               for folder in held for part in ("view.js", "view.css", "first.json")}
+        shared = {f"static/sims/{name}.js" for name in ("runtime", "dom", "picture")}
+        assert set(preloaded) == (own | shared if held else set()), page.name
+        assert len(preloaded) == len(set(preloaded)), page.name
+        missing = [href for href in preloaded if not (site_pages / href).is_file()]
+        assert not missing, page.name
+
+
 def test_without_pagefind_the_build_says_what_to_run(monkeypatch, tmp_path):
     monkeypatch.setattr(tools.build, "PAGEFIND", ROOT / "node_modules" / ".bin" / "gone")
     with pytest.raises(BuildError, match=r"node_modules/\.bin/gone not found: run `npm ci`"):

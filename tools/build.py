@@ -108,7 +108,8 @@ if __name__ == "__main__":
 from tools import sims  # noqa: E402  (after the restart above)
 from tools.guide import SIM_MOUNT, GuideError, expand  # noqa: E402
 from tools.sims.package import (PackagingError, copy_pyodide, copy_sim_pages,  # noqa: E402
-                                make_stdlib, python_download, write_sim_archive)
+                                make_stdlib, python_download, write_first_pictures,
+                                write_sim_archive)
 
 
 def main(argv=None):
@@ -130,6 +131,7 @@ def main(argv=None):
             copy_given(staging / "given")
             copy_static(staging)
             copy_sim_pages(staging / "static" / "sims")
+            write_first_pictures(staging / "static" / "sims")
             copy_pyodide(staging / "pyodide")
             write_sim_archive(staging / "static" / "sims" / "course.zip")
             shutil.copy(stdlib.result(), staging / "static" / "sims" / "stdlib.zip")
@@ -233,13 +235,13 @@ def write_pages(book, staging, download):
                   download=download)
     for number, chapter in enumerate(chapters):
         write(staging / chapter["file"], page.render(
-            common, current=chapter, body=chapter["html"], sims=has_sims(chapter["html"]),
+            common, current=chapter, body=chapter["html"], sims=sims_on(chapter["html"]),
             previous=chapters[number - 1] if number else None,
             next=chapters[number + 1] if number + 1 < len(chapters) else None))
     write(staging / "index.html", env.get_template("index.html").render(
         common, current=None, sims=False))
     write(staging / "all.html", page.render(
-        common, current=None, body=book["all_in_one"], sims=has_sims(book["all_in_one"]),
+        common, current=None, body=book["all_in_one"], sims=sims_on(book["all_in_one"]),
         previous=None, next=None))
 
 
@@ -264,9 +266,12 @@ def index_for_search(staging):
             unused.unlink()
 
 
-def has_sims(html):
-    """Whether a page holds a simulation, and so needs its script."""
-    return f'class="{SIM_MOUNT}"' in html
+def sims_on(html):
+    """The folders of the simulations a page holds, each once: the page
+    needs their script, and asks for what draws their first pictures as it
+    begins to load. None, on a page without one."""
+    names = re.findall(f'<div class="{SIM_MOUNT}" data-sim="([a-z0-9-]+)"', html)
+    return sorted({name.replace("-", "_") for name in names})
 
 
 def write(path, text):

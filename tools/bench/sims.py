@@ -14,9 +14,12 @@ In Debian's Chromium, driven by Playwright, against the site just built:
   Start or tabs to it), from the click to ready;
 - main-thread blocking while the simulation starts: the long tasks (over
   50 ms) the browser reports between the click and ready. The goal is none;
-- before the reader points at Start, on the page with the most
-  simulations, scrolled through: the bytes fetched, and the files of
-  Python asked for (the goal: none);
+- the first pictures: on the page with the most simulations, opened cold
+  (a new profile each run), the time from navigation until every
+  simulation has drawn its first picture, beside the page's load event
+  (the goal: drawn at page load, before any Python);
+- before the reader points at Start, on that page, scrolled through: the
+  bytes fetched, and the files of Python asked for (the goal: none);
 - boxes that scroll sideways on every page at 1280 and 390 px, and those
   of them with no shade to show it (the goal: none).
 Each is the median of RUNS runs, alternating, each on a fresh page (so a
@@ -121,6 +124,41 @@ def measure(site_url):
 # The page with the most simulations: the heaviest a reader opens.
 HEAVIEST = "idempotency-making-repeats-harmless.html"
 
+# When every simulation of the page has drawn its first picture (sims.js
+# marks each mount data-picture="first"), in ms since navigation.
+FIRST_PICTURES = """new MutationObserver((changes, watching) => {
+  const mounts = [...document.querySelectorAll(".sim-mount[data-sim]")];
+  if (mounts.length && mounts.every((mount) => mount.dataset.picture === "first")) {
+    window.firstPictures = performance.now();
+    watching.disconnect();
+  }
+}).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-picture"] });"""
+
+
+def first_pictures(site_url):
+    """Medians over RUNS cold visits of the heaviest page: ms from navigation
+    to every first picture drawn, and to the load event; and the most files
+    of Python any visit asked for by then."""
+    from tests.browser import of_python
+    drawn, loaded, python = [], [], 0
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        for _ in range(RUNS):
+            context = browser.new_context()             # nothing cached: a first visit
+            page = context.new_page()
+            asked = []
+            page.on("request", lambda request: of_python(request.url) and asked.append(request))
+            page.add_init_script(FIRST_PICTURES)
+            page.goto(f"{site_url}/{HEAVIEST}")
+            page.wait_for_function("() => window.firstPictures !== undefined")
+            drawn.append(page.evaluate("window.firstPictures"))
+            loaded.append(page.evaluate(
+                "performance.getEntriesByType('navigation')[0].loadEventEnd"))
+            python = max(python, len(asked))
+            context.close()
+        browser.close()
+    return statistics.median(drawn), statistics.median(loaded), python
+
 
 def before_python(site_url, site):
     """What a reader's browser fetches of the heaviest simulation page,
@@ -168,6 +206,7 @@ def main(site):
     try:
         site_url = f"http://127.0.0.1:{server.server_port}"
         bare, ready, warm, blocked = measure(site_url)
+        drawn, loaded, python_for_pictures = first_pictures(site_url)
         (page_bytes, python_files), boxes = before_python(site_url, site)
     finally:
         server.shutdown()
@@ -180,6 +219,9 @@ def main(site):
           f"   clicked {HOVER_SECONDS} s after the pointer reached Start")
     print(f"  main thread blocked meanwhile (long tasks)   {blocked:6.2f} s"
           "   the worst run (goal: none)")
+    print(f"first pictures ({HEAVIEST}, opened cold), median of {RUNS} runs:")
+    print(f"  every simulation drawn {drawn:6.0f} ms after navigation; load event "
+          f"{loaded:6.0f} ms; files of Python asked for: {python_for_pictures} (goal: 0)")
     print(f"before the reader points at Start ({HEAVIEST}, scrolled through):")
     print(f"  fetched {page_bytes:,} bytes; files of Python asked for: {python_files} (goal: 0)")
     print("boxes that scroll sideways on every page, and those that do not show it (goal: 0):")
