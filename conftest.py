@@ -125,10 +125,12 @@ def profile(playwright, browser_type_launch_args, browser_context_args, tmp_path
     them. Measured on two cores (issue 47): Start took 2.7 s in a new context
     for each test, 2.1 s in a page of this profile, a chapter opened a
     quarter of a second sooner, and the 113 browser tests took 397 s, not
-    581."""
+    581. Service workers are blocked here: the site's would answer later
+    tests' requests from what it kept, past their routes (tests/test_offline.py
+    runs it, each test in a context of its own)."""
     shared = playwright.chromium.launch_persistent_context(
-        tmp_path_factory.mktemp("chromium-profile"),
-        **browser_type_launch_args, **browser_context_args)
+        tmp_path_factory.mktemp("chromium-profile"), **browser_type_launch_args,
+        **{**browser_context_args, "service_workers": "block"})
     yield shared
     shared.close()
 

@@ -1,5 +1,6 @@
 """tools/build.py: the site it builds, and how it refuses broken input."""
 import difflib
+import hashlib
 import json
 import re
 import shutil
@@ -185,6 +186,34 @@ def test_without_pagefind_the_build_says_what_to_run(monkeypatch, tmp_path):
     monkeypatch.setattr(tools.build, "PAGEFIND", ROOT / "node_modules" / ".bin" / "gone")
     with pytest.raises(BuildError, match=r"node_modules/\.bin/gone not found: run `npm ci`"):
         tools.build.index_for_search(tmp_path)
+
+
+def test_without_workbox_the_build_says_what_to_run(monkeypatch, tmp_path):
+    monkeypatch.setitem(tools.build.WORKBOX, "workbox-sw.js",
+                        ROOT / "node_modules" / "workbox-sw" / "gone.js")
+    with pytest.raises(BuildError, match=r"node_modules/workbox-sw/gone\.js not found: "
+                                         r"run `npm ci`"):
+        tools.build.write_service_worker(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_service_worker_keeps_every_file_and_python_apart(site_pages):
+    """sw.js lists every file of the site once, with the hash of its bytes:
+    Python apart, under one version of it all, and the rest to keep from
+    the first visit."""
+    source = (site_pages / "sw.js").read_text(encoding="utf-8")
+    kept = json.loads(re.search(r"^const SITE = (\{.*?^\});$", source, re.S | re.M).group(1))
+    files = {path.relative_to(site_pages).as_posix() for path in site_pages.rglob("*")
+             if path.is_file()} - {"sw.js"}
+    pages = [page["url"] for page in kept["pages"]]
+    python = kept["python"]["files"]
+    assert sorted(pages + python) == sorted(files)
+    assert {"static/sims/course.zip", "static/sims/stdlib.zip",
+            "pyodide/pyodide.asm.wasm"} <= set(python)
+    assert {"index.html", "glossary.html", "pagefind/pagefind.js"} <= set(pages)
+    for page in kept["pages"][:5]:
+        assert page["revision"] == hashlib.sha256(
+            (site_pages / page["url"]).read_bytes()).hexdigest()[:16]
 
 
 def test_the_font_has_every_character_of_every_diagram_and_listing():

@@ -25,7 +25,9 @@ The recipe, in main():
    into site/pyodide/, and pack the simulations' Python into
    site/static/sims/course.zip, beside their standard library, stdlib.zip
    (tools/sims/package.py); index the chapters for search with Pagefind
-   (node_modules/.bin/pagefind) into site/pagefind/;
+   (node_modules/.bin/pagefind) into site/pagefind/; write the service
+   worker that keeps the site for reading offline (tools/sw.js, on
+   Workbox's files, copied to site/workbox/);
 5. meanwhile, in threads of their own, make the EPUB (pandoc -t epub3) and
    the PDF (pandoc -t typst, set by the typst package), with the same
    filters;
@@ -39,6 +41,7 @@ stops the build too; its line numbers, of the expanded text, are mapped
 back to guide.md's (point_at_guide).
 """
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -138,6 +141,7 @@ def main(argv=None):
             write_pages(book, staging, python_download(staging))
             index_for_search(staging)
             (staging / "guide.md").write_text(markdown, encoding="utf-8")
+            write_service_worker(staging)
             for extra in extras:
                 shutil.move(extra.result(), staging)
             swap_in(staging, args.out)
@@ -264,6 +268,46 @@ def index_for_search(staging):
     for unused in (staging / "pagefind").glob("pagefind-*"):   # its own ready-made UIs
         if unused.name not in ("pagefind-entry.json", "pagefind-worker.js"):
             unused.unlink()
+
+
+# Reading offline: tools/sw.js, with the list of what it keeps written in,
+# as site/sw.js; Workbox's files from node_modules, as workbox-sw loads them.
+SERVICE_WORKER = TOOLS / "sw.js"
+SITE_LINE = "const SITE = null;"
+WORKBOX = {name: ROOT / "node_modules" / package / "build" / name for package, name in [
+    ("workbox-sw", "workbox-sw.js"), ("workbox-core", "workbox-core.prod.js"),
+    ("workbox-precaching", "workbox-precaching.prod.js"),
+    ("workbox-routing", "workbox-routing.prod.js"),
+    ("workbox-strategies", "workbox-strategies.prod.js")]}
+
+
+def write_service_worker(staging):
+    """site/sw.js: every file of the site for Workbox to keep from the first
+    visit, each with a revision (a hash of its bytes), but Python, which it
+    keeps once the reader starts it, under a version of all of it."""
+    missing = [path for path in WORKBOX.values() if not path.is_file()]
+    if missing:
+        raise BuildError(f"{missing[0].relative_to(ROOT)} not found: run `npm ci` (make site "
+                         "does) to install Workbox, which keeps the site for reading offline")
+    source = SERVICE_WORKER.read_text(encoding="utf-8")
+    if source.count(SITE_LINE) != 1:
+        raise BuildError(f"{SERVICE_WORKER.relative_to(ROOT)} must have the line "
+                         f"`{SITE_LINE}` once, for the build to fill in")
+    (staging / "workbox").mkdir()
+    for name, path in WORKBOX.items():
+        shutil.copy(path, staging / "workbox" / name)
+    revisions = {path.relative_to(staging).as_posix():
+                 hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+                 for path in sorted(staging.rglob("*")) if path.is_file()}
+    python = [url for url in revisions if url.startswith("pyodide/")
+              or url in ("static/sims/course.zip", "static/sims/stdlib.zip")]
+    site = {"pages": [{"url": url, "revision": revision} for url, revision in revisions.items()
+                      if url not in python],
+            "python": {"files": python, "version": hashlib.sha256(
+                " ".join(revisions[url] for url in python).encode()).hexdigest()[:16]}}
+    (staging / "sw.js").write_text(
+        source.replace(SITE_LINE, f"const SITE = {json.dumps(site, indent=1)};"),
+        encoding="utf-8")
 
 
 def sims_on(html):

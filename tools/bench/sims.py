@@ -20,6 +20,10 @@ In Debian's Chromium, driven by Playwright, against the site just built:
   (the goal: drawn at page load, before any Python);
 - before the reader points at Start, on that page, scrolled through: the
   bytes fetched, and the files of Python asked for (the goal: none);
+- Start once Python was kept: a reader with the site's service worker who
+  has started the race stepper once, then Start on the next chapter and,
+  with the network off, on one more (the goal: at most 0.5 s); and how
+  much the service worker keeps from a first visit;
 - boxes that scroll sideways on every page at 1280 and 390 px, and those
   of them with no shade to show it (the goal: none).
 Each is the median of RUNS runs, alternating, each on a fresh page (so a
@@ -27,6 +31,8 @@ fresh worker), with the browser's HTTP cache warm after the first.
 """
 import functools
 import http.server
+import json
+import re
 import statistics
 import sys
 import threading
@@ -51,8 +57,8 @@ BARE_BOOT = """async () => {
 
 HOVER_SECONDS = 0.5
 
-CLICK_TO_READY = """() => new Promise((resolve) => {
-  const sim = document.querySelector('.sim-mount[data-sim="race"]');
+CLICK_TO_READY = """(name) => new Promise((resolve) => {
+  const sim = document.querySelector(`.sim-mount[data-sim="${name}"]`);
   const blocked = [];
   new PerformanceObserver((list) => {
     for (const task of list.getEntries()) blocked.push(task.duration);
@@ -86,9 +92,10 @@ def serve(folder):
     return server
 
 
-def click_to_ready(page):
-    """Seconds from the click to ready, and seconds of long tasks meanwhile."""
-    result = page.evaluate(CLICK_TO_READY)
+def click_to_ready(page, name="race"):
+    """Seconds from the click on a simulation's Start to ready, and seconds
+    of long tasks meanwhile."""
+    result = page.evaluate(CLICK_TO_READY, name)
     return result["ms"] / 1000, sum(result["blocked"]) / 1000
 
 
@@ -98,7 +105,8 @@ def measure(site_url):
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         # The bare boot's worker comes from a blob, which the site's CSP
         # rightly refuses; both measurements run without it, alike.
-        context = browser.new_context(bypass_csp=True)
+        # No service worker: each run's Start downloads, as a first one does.
+        context = browser.new_context(bypass_csp=True, service_workers="block")
         for _ in range(RUNS):
             page = context.new_page()
             page.goto(f"{site_url}/{CHAPTER}")
@@ -144,7 +152,8 @@ def first_pictures(site_url):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         for _ in range(RUNS):
-            context = browser.new_context()             # nothing cached: a first visit
+            # nothing cached: a first visit
+            context = browser.new_context(service_workers="block")
             page = context.new_page()
             asked = []
             page.on("request", lambda request: of_python(request.url) and asked.append(request))
@@ -158,6 +167,48 @@ def first_pictures(site_url):
             context.close()
         browser.close()
     return statistics.median(drawn), statistics.median(loaded), python
+
+
+# Chapters a reader opens after the race's, each with a simulation.
+NEXT_CHAPTERS = {"online": (HEAVIEST, "crash-timing"),
+                 "offline": ("limits-bounding-the-work.html", "retry-budget")}
+
+
+def from_what_was_kept(site_url):
+    """Medians over RUNS readers (a new profile each, with the site's service
+    worker): the race's chapter visited and its simulation started once,
+    which keeps Python; then, in seconds from the click to ready, Start on
+    the next chapter, and on one more with the network off."""
+    seconds = {mode: [] for mode in NEXT_CHAPTERS}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        for _ in range(RUNS):
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{site_url}/{CHAPTER}")
+            page.evaluate("""async () => {
+                await navigator.serviceWorker.ready;
+                while (!navigator.serviceWorker.controller) {
+                    await new Promise((claimed) => setTimeout(claimed, 20));
+                }
+            }""")
+            click_to_ready(page)
+            for mode, (chapter, name) in NEXT_CHAPTERS.items():
+                context.set_offline(mode == "offline")
+                page = context.new_page()
+                page.goto(f"{site_url}/{chapter}")
+                seconds[mode].append(click_to_ready(page, name)[0])
+            context.close()
+        browser.close()
+    return {mode: statistics.median(each) for mode, each in seconds.items()}
+
+
+def kept_at_first_visit(site):
+    """The bytes the service worker keeps from a first visit: every file its
+    sw.js lists but Python's."""
+    source = (site / "sw.js").read_text(encoding="utf-8")
+    listed = json.loads(re.search(r"^const SITE = (\{.*?^\});$", source, re.S | re.M).group(1))
+    return sum((site / page["url"]).stat().st_size for page in listed["pages"])
 
 
 def before_python(site_url, site):
@@ -207,6 +258,7 @@ def main(site):
         site_url = f"http://127.0.0.1:{server.server_port}"
         bare, ready, warm, blocked = measure(site_url)
         drawn, loaded, python_for_pictures = first_pictures(site_url)
+        kept = from_what_was_kept(site_url)
         (page_bytes, python_files), boxes = before_python(site_url, site)
     finally:
         server.shutdown()
@@ -219,6 +271,12 @@ def main(site):
           f"   clicked {HOVER_SECONDS} s after the pointer reached Start")
     print(f"  main thread blocked meanwhile (long tasks)   {blocked:6.2f} s"
           "   the worst run (goal: none)")
+    print(f"Start once Python was kept (after the race's Start), median of {RUNS} readers "
+          "(goal: at most 0.5 s):")
+    for mode, (chapter, name) in NEXT_CHAPTERS.items():
+        print(f"  {mode:7} {name:14} {kept[mode]:6.2f} s   {kept[mode] / bare:4.2f}x bare boot")
+    print(f"  the service worker keeps {kept_at_first_visit(site):,} bytes from a first visit, "
+          "Python apart")
     print(f"first pictures ({HEAVIEST}, opened cold), median of {RUNS} runs:")
     print(f"  every simulation drawn {drawn:6.0f} ms after navigation; load event "
           f"{loaded:6.0f} ms; files of Python asked for: {python_for_pictures} (goal: 0)")

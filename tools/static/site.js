@@ -1,6 +1,7 @@
 // Small comforts for reading: the theme toggle, the contents menu on narrow
 // screens, headings that land clear of the header, search, the current
-// section marked in the contents, and answers unfolded for printing.
+// section marked in the contents, answers unfolded for printing, and the
+// site kept for reading offline.
 
 const root = document.documentElement;
 const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
@@ -169,6 +170,18 @@ function words(excerpt) {
   return paragraph;
 }
 
+// Reading offline: once a page has loaded, the service worker (sw.js, from
+// tools/sw.js) keeps the site's pages, and Python once it has been
+// started. Not for a page opened as a file, which cannot have one, nor when
+// the browser asks to save data.
+function keepForOffline() {
+  if (!("serviceWorker" in navigator) || location.protocol === "file:"
+      || navigator.connection?.saveData) return;
+  window.addEventListener("load", () => {
+    navigator.serviceWorker.register("sw.js").catch(() => {});   // the site works without
+  });
+}
+
 // Folded answers would be missing from paper: open them all for printing.
 function unfoldAnswersForPrint() {
   let opened = [];
@@ -188,3 +201,4 @@ sayHowToServe();
 setUpSearch();
 markCurrentSection();
 unfoldAnswersForPrint();
+keepForOffline();
