@@ -182,6 +182,17 @@ def test_a_page_asks_at_once_for_all_its_first_pictures_need(site_pages):
         assert not missing, page.name
 
 
+def test_the_guides_tables_are_tables_in_a_box_that_scrolls(site_pages):
+    """A table in guide.md (the kinds of failure, the queue families side by
+    side, ...) is an HTML table, in a box the keyboard can scroll sideways
+    when a phone is too narrow for it, its columns as wide as their words
+    need (no widths from the Markdown's dashes)."""
+    html = (site_pages / "all.html").read_text(encoding="utf-8")
+    boxed = re.findall(r'<div class="table-box" tabindex="0">\s*<table>', html)
+    assert len(boxed) == html.count("<table") >= 4
+    assert "<colgroup>" not in html
+
+
 def test_without_pagefind_the_build_says_what_to_run(monkeypatch, tmp_path):
     monkeypatch.setattr(tools.build, "PAGEFIND", ROOT / "node_modules" / ".bin" / "gone")
     with pytest.raises(BuildError, match=r"node_modules/\.bin/gone not found: run `npm ci`"):

@@ -158,6 +158,29 @@ function Div(div)
   end
 end
 
+-- A table: columns as wide as their words need, not as the Markdown's
+-- dashes say, and words to the left, as the site's stylesheet has them.
+-- On the site it sits in a box that scrolls sideways, with a shade at the
+-- edge that hides more, when a phone is too narrow for it.
+function Table(tbl)
+  for i, spec in ipairs(tbl.colspecs) do
+    tbl.colspecs[i] = { html and spec[1] or pandoc.AlignLeft, pandoc.ColWidthDefault }
+  end
+  if html then
+    return pandoc.Div(tbl, pandoc.Attr("", { "table-box" }, { { "tabindex", "0" } }))
+  end
+  return tbl
+end
+
+-- The PDF's text is justified; a table's narrow cells are not, or their
+-- few words stand far apart.
+function Pandoc(doc)
+  if FORMAT == "typst" then
+    doc.blocks:insert(1, pandoc.RawBlock("typst", "#show table: set par(justify: false)"))
+  end
+  return doc
+end
+
 function Header(header)
   local text = pandoc.utils.stringify(header.content)
   if header.level == 2 and text:match("^Exercise %d+") then
@@ -167,5 +190,6 @@ function Header(header)
 end
 
 return {
-  { CodeBlock = CodeBlock, Div = Div, Header = Header },
+  { CodeBlock = CodeBlock, Div = Div, Header = Header, Table = Table },
+  { Pandoc = Pandoc },
 }
