@@ -53,8 +53,13 @@ POLICIES = tuple(reader.POLICIES)
 NAMES = dict(reader.POLICIES)
 wait, contend, summary, seconds = reader.wait, reader.contend, reader.summary, reader.shown
 BINS = 50                        # the timeline's columns
-BURSTS = 200                     # the picture's columns: the most calls at one instant
+SLICES = 200                     # the picture's columns: slices of the run
 CROWDS = 8                       # how many of the first crowds the state names
+# The picture draws the chosen policy's run beside another: a jittered one
+# beside the herd it breaks up (exponential, no jitter), one without jitter
+# beside full jitter.
+BESIDE = {"none": "full", "exponential": "full", "full": "exponential",
+          "equal": "exponential", "decorrelated": "exponential"}
 
 
 def timeline(calls, seconds, bins=BINS):
@@ -67,17 +72,19 @@ def timeline(calls, seconds, bins=BINS):
     return columns
 
 
-def bursts(calls, seconds, slices=BURSTS):
-    """The run in `slices` equal slices: in each, its calls and the most made
-    at one instant. Clients in step make tall spikes; jittered ones, a low
-    smear."""
+def raster(calls, clients, seconds, slices=SLICES):
+    """The run in `slices` equal slices, a row for each client: the slices
+    it called in (each once) and the one its write was taken in. Clients in
+    step call in the same slices, round after round, and fill columns;
+    jittered ones are spread across the run, a smear."""
     width = seconds / slices
-    columns = [{"start": width * n, "calls": 0, "most": 0} for n in range(slices)]
-    for time, count in collections.Counter(time for time, _, _ in calls).items():
-        column = columns[min(slices - 1, int(time / width))]
-        column["calls"] += count
-        column["most"] = max(column["most"], count)
-    return columns
+    rows = [{"called": set(), "taken": None} for _ in range(clients)]
+    for time, client, taken in calls:
+        column = min(slices - 1, int(time / width))
+        rows[client]["called"].add(column)
+        if taken:
+            rows[client]["taken"] = column
+    return [{"called": sorted(row["called"]), "taken": row["taken"]} for row in rows]
 
 
 def crowds(calls, first=CROWDS):
@@ -111,6 +118,7 @@ class Herd(Rerun):
         s = self.settings
         runs = {policy: contend(policy, s["clients"], s["base"], s["cap"], s["seed"])
                 for policy in POLICIES}
+        self.runs = runs
         self.calls = runs[s["policy"]]
         self.policies = {policy: summary(calls) for policy, calls in runs.items()}
 
@@ -127,8 +135,13 @@ class Herd(Rerun):
     def state(self):
         s = self.settings
         ran = self.policies[s["policy"]]
+        drawn = (s["policy"], BESIDE[s["policy"]])
         return {"settings": dict(s), **ran, "timeline": timeline(self.calls, ran["seconds"]),
-                "bursts": bursts(self.calls, ran["seconds"]), "crowds": crowds(self.calls),
+                "rasters": [{"policy": policy, **self.policies[policy], "slices": SLICES,
+                             "rows": raster(self.runs[policy], s["clients"],
+                                            self.policies[policy]["seconds"])}
+                            for policy in drawn],
+                "crowds": crowds(self.calls),
                 "policies": {policy: dict(each) for policy, each in self.policies.items()},
                 "names": dict(NAMES), "tasks": self.tasks()}
 

@@ -212,24 +212,37 @@ def at_each_instant(policy, **settings):
 
 
 @pytest.mark.parametrize("policy", ["exponential", "full", "none"])
-def test_the_herd_state_gives_the_most_calls_at_one_instant_in_each_slice(policy):
-    """`bursts`: the run in equal slices, each with its calls and the most
-    made at one instant in it, so that a herd is drawn as spikes and jitter
-    as a low smear, whatever the run's length."""
+def test_the_herd_state_gives_every_clients_calls_slice_by_slice(policy):
+    """`rasters`: the chosen run, and beside it one that differs by jitter,
+    each cut into SLICES equal slices up to its last write; a row for each
+    client with the slices it called in, each once, and the slice of its
+    write taken, which is its last call."""
     state = Herd(policy=policy, clients=60).state()
-    bursts = state["bursts"]
-    assert len(bursts) == herd.BURSTS
-    width = state["seconds"] / herd.BURSTS
-    assert [each["start"] for each in bursts] == pytest.approx(
-        [width * n for n in range(herd.BURSTS)])
-    counted = at_each_instant(policy, clients=60)
-    for n, each in enumerate(bursts):
-        mine = [count for time, count in counted.items()
-                if min(herd.BURSTS - 1, int(time / width)) == n]
-        assert (each["calls"], each["most"]) == (sum(mine), max(mine, default=0)), n
-    assert sum(each["calls"] for each in bursts) == state["calls"]
-    assert bursts[0]["most"] == 60                  # everyone calls at 0 s
-    assert max(each["most"] for each in bursts[1:]) <= state["in_step"]
+    assert [run["policy"] for run in state["rasters"]] == [policy, herd.BESIDE[policy]]
+    for run in state["rasters"]:
+        calls = herd.contend(run["policy"], clients=60)
+        width = run["seconds"] / herd.SLICES
+        called, taken = [set() for _ in range(60)], [None] * 60
+        for time, client, ok in calls:
+            called[client].add(min(herd.SLICES - 1, int(time / width)))
+            if ok:
+                taken[client] = min(herd.SLICES - 1, int(time / width))
+        assert [row["called"] for row in run["rows"]] == [sorted(each) for each in called]
+        assert [row["taken"] for row in run["rows"]] == taken
+        assert all(row["taken"] == row["called"][-1] for row in run["rows"])
+        assert (run["calls"], run["slices"]) == (len(calls), herd.SLICES)
+
+
+def test_without_jitter_the_clients_fill_the_same_slices_and_with_it_spread_out():
+    """What the picture shows: exponential backoff without jitter puts many
+    clients in each slice that has any call (a herd's rounds, as stripes);
+    full jitter spreads the same clients thin (a smear)."""
+    def average(run):
+        busy = {slice for row in run["rows"] for slice in row["called"]}
+        return sum(len(row["called"]) for row in run["rows"]) / len(busy)
+    full, exponential = Herd(policy="full").state()["rasters"]
+    assert exponential["policy"] == "exponential"
+    assert average(exponential) > 3 * average(full)
 
 
 def test_the_herd_state_names_the_first_crowds():
@@ -291,7 +304,7 @@ def test_chapter_6s_picture_of_the_herd_is_herd_pys_own_calls():
     drawn = [line for policy in PICTURE_PANELS for line in ["", *herd_picture_panel(policy)]]
     assert picture[2:] == drawn
     assert max(len(line) for line in picture) <= 70
-    # what the text says of it: spikes without jitter, a smear with it
+    # what the text says of it: a herd without jitter, a smear with it
     exponential = herd_picture_panel("exponential")[1:1 + PICTURE_ROWS]
     full = herd_picture_panel("full")[1:1 + PICTURE_ROWS]
     assert exponential[0].count("█") == 8 and full[0].count("█") == 3

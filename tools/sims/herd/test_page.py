@@ -17,13 +17,14 @@ SMOKE = ["New seed", choose("Policy", "exponential")]
 
 
 def pictures_fit(sim, page):
-    """Every word of both pictures lies inside them, neither is wider than
-    its box, and the spikes take the theme's own ink (the shared checks ask
+    """Every word of the pictures lies inside them, none is wider than its
+    box, and the calls take the theme's own ink (the shared checks ask
     after every move, at both widths and in both themes)."""
-    for picture in ("svg.herd-spikes", "svg.herd-compare"):
-        assert sim.locator(picture).evaluate(OUTSIDE) == [], picture
-        assert not sim.locator(picture).evaluate(WIDER), picture
-    ink = sim.locator(".herd-crowd line").first.evaluate("(line) => getComputedStyle(line).stroke")
+    for picture in (sim.locator("svg.herd-raster").nth(0), sim.locator("svg.herd-raster").nth(1),
+                    sim.locator("svg.herd-compare")):
+        assert picture.evaluate(OUTSIDE) == []
+        assert not picture.evaluate(WIDER)
+    ink = sim.locator(".herd-called").first.evaluate("(path) => getComputedStyle(path).fill")
     assert ink == page.evaluate("getComputedStyle(document.body).color")
 
 
@@ -40,51 +41,56 @@ def herd_said(value):
     return seconds(value)
 
 
-BURSTS = """(svg) => [...svg.querySelectorAll(".herd-burst")].map((mark) => ({
-    column: Number(mark.dataset.column), most: Number(mark.dataset.most),
-    crowd: mark.classList.contains("herd-crowd"), height: mark.getBBox().height,
-    topped: !!mark.querySelector(".herd-top")}))"""
+# A raster as drawn: its policy, its caption, its words, and how many
+# rectangles of calls (a run of neighbouring slices each) and of writes taken.
+RASTER = """(svg) => ({
+    policy: svg.dataset.policy, label: svg.getAttribute("aria-label"),
+    caption: [...svg.querySelectorAll(".herd-caption")].map((line) => line.textContent).join(" "),
+    called: (svg.querySelector(".herd-called").getAttribute("d").match(/M/g) || []).length,
+    taken: (svg.querySelector(".herd-taken").getAttribute("d").match(/M/g) || []).length})"""
 
 
-def drawn_bursts(sim):
-    return sim.locator("svg.herd-spikes").evaluate(BURSTS)
+def drawn_rasters(sim):
+    return [sim.locator("svg.herd-raster").nth(n).evaluate(RASTER) for n in range(2)]
 
 
-def test_the_herd_picture_draws_a_smear_with_jitter_and_spikes_without(watched, site_url):
-    """Full jitter: after everyone's first call, no two calls at one instant,
-    a low smear. Exponential backoff without jitter: tall spikes, each
-    topped by a mark and taller than any jittered call, round after round,
-    its tallest after the first said in words; each run on its own axis,
-    whose span is said. Every column is the engine's."""
+def spread(run):
+    """How the engine's calls share out among the slices: the slices with
+    any call, and the clients on average in each of those."""
+    busy = {slice for row in run["rows"] for slice in row["called"]}
+    cells = sum(len(row["called"]) for row in run["rows"])
+    return len(busy), round(cells / len(busy))
+
+
+def test_the_herd_picture_shows_stripes_without_jitter_and_a_smear_with_it(watched, site_url):
+    """Every call, a row for each client: full jitter, the policy the page
+    starts on, beside exponential backoff without jitter; then the other
+    way round. Without jitter the clients call in the same slices, round
+    after round, many in each (stripes); full jitter spreads them thin (a
+    smear). Each raster says its numbers in words, and they are the
+    engine's; each client's write taken is marked once."""
     fetched = python_requests(watched)
     sim = start_simulation(watched, site_url, CHAPTER, "herd")
-    picture = sim.locator("svg.herd-spikes")
-    expect(picture).to_have_attribute("role", "img")
+    expect(sim.locator("svg.herd-raster").first).to_have_attribute("role", "img")
     full = herd_state()
     answered(sim)
-    marks = drawn_bursts(sim)
-    assert [(m["column"], m["most"]) for m in marks] == [
-        (n, each["most"]) for n, each in enumerate(full["bursts"]) if each["most"]]
-    assert [m["column"] for m in marks if m["crowd"]] == [0]      # only the start
-    expect(sim.locator(".herd-span")).to_contain_text(herd_said(full["seconds"]))
-    expect(picture).to_have_attribute("aria-label", re.compile(
-        rf"full jitter.*{re.escape(herd_said(full['seconds']))}.*"
-        rf"at most {full['in_step']} at one instant after the first"))
-    low = max(m["height"] for m in marks[1:])
+    drawn = drawn_rasters(sim)
+    assert [run["policy"] for run in drawn] == ["full", "exponential"]
+    for run, truth in zip(drawn, full["rasters"]):
+        busy, average = spread(truth)
+        assert f"Calls fall in {busy} of them, {average} clients on average in each." \
+            in run["label"]
+        assert run["caption"].endswith(f"{truth['calls']:,} calls in {herd_said(truth['seconds'])}")
+        assert run["taken"] == 100 and run["called"] >= busy
+    assert drawn[0]["caption"].startswith("▶ full jitter") and "(chosen)" in drawn[0]["label"]
+    smear, stripes = (spread(truth)[1] for truth in full["rasters"])
+    assert stripes >= 3 * smear, (stripes, smear)
     sim.get_by_label("Policy", exact=True).select_option("exponential")
-    exponential = herd_state(policy="exponential")
-    expect(sim.locator(".herd-span")).to_contain_text(herd_said(exponential["seconds"]))
+    expect(sim.locator("svg.herd-raster").first).to_have_attribute("data-policy", "exponential")
     answered(sim)
-    marks = drawn_bursts(sim)
-    assert [(m["column"], m["most"]) for m in marks] == [
-        (n, each["most"]) for n, each in enumerate(exponential["bursts"]) if each["most"]]
-    crowds = [m for m in marks[1:] if m["crowd"]]
-    assert len(crowds) >= 20 and all(m["topped"] and m["height"] > low for m in crowds)
-    heights = [m["height"] for m in crowds]
-    assert heights == sorted(heights, reverse=True)               # one fewer each round
-    expect(sim.locator(".herd-tallest")).to_contain_text(f"{exponential['in_step']} at once")
-    expect(picture).to_have_attribute("aria-label", re.compile(
-        rf"exponential, no jitter.*at most {exponential['in_step']} at one instant"))
+    assert [run["policy"] for run in drawn_rasters(sim)] == ["exponential", "full"]
+    expect(sim.locator(".herd-span")).to_contain_text(
+        re.compile(r"exponential, no jitter, [\d.]+ ms each; full jitter, 29\.1 ms each"))
     expect(task_done(sim, "herd")).to_have_class("done")
     expect(sim.locator(".sim-status")).to_contain_text("Done: make the herd visible")
     assert not any(url.endswith("/python_stdlib.zip") for url in fetched)
@@ -205,14 +211,14 @@ def test_the_herd_refuses_a_box_out_of_range_and_says_why(watched, site_url):
     what it takes, and the picture stays as it was."""
     sim = start_simulation(watched, site_url, CHAPTER, "herd")
     answered(sim)
-    before = sim.locator("svg.herd-spikes").get_attribute("aria-label")
+    before = sim.locator("svg.herd-raster").first.get_attribute("aria-label")
     clients = sim.get_by_label("Clients", exact=True)
     clients.fill("900")
     clients.press("Enter")
     answered(sim)
     assert clients.evaluate("(input) => input.validity.rangeOverflow")
     expect(sim.locator(".sim-status")).not_to_contain_text("did not work")
-    expect(sim.locator("svg.herd-spikes")).to_have_attribute("aria-label", before)
+    expect(sim.locator("svg.herd-raster").first).to_have_attribute("aria-label", before)
     assert watched.problems == []
 
 
@@ -221,8 +227,8 @@ def test_the_herd_picture_keeps_still_when_asked(watched, site_url):
     watched.emulate_media(reduced_motion="no-preference")
     sim = start_simulation(watched, site_url, CHAPTER, "herd")
     answered(sim)
-    spikes = sim.locator("svg.herd-spikes .herd-bursts")
-    assert spikes.evaluate("(g) => getComputedStyle(g).animationName") != "none"
+    calls = sim.locator("svg.herd-raster .herd-called").first
+    assert calls.evaluate("(path) => getComputedStyle(path).animationName") != "none"
     watched.emulate_media(reduced_motion="reduce")
-    assert spikes.evaluate("(g) => getComputedStyle(g).animationName") == "none"
+    assert calls.evaluate("(path) => getComputedStyle(path).animationName") == "none"
     assert watched.problems == []

@@ -1,8 +1,9 @@
 // The thundering herd (Chapter 6): clients turned away by one resource
-// call again as their backoff policy says. Two pictures: how many clients
-// call at the same instant, over the whole run of the chosen policy (a herd
-// stands up as spikes, jitter lies down as a smear); and the five policies'
-// calls and time side by side, with the same clients and seed.
+// call again as their backoff policy says. Two pictures: every call, a row
+// for each client across the whole run, for the chosen policy and beside it
+// one that differs by jitter (a herd calls in step and fills columns,
+// round after round; jitter smears the calls across the run); and the five
+// policies' calls and time side by side, with the same clients and seed.
 
 import { el, svg } from "../dom.js";
 import { CHAR, many, ticks } from "../picture.js";
@@ -62,9 +63,9 @@ export default function herd(body, { act, announce, tasks }) {
   const result = el("p", { class: "sim-result" });
   const axisSaid = el("p", { class: "herd-span" });
   const crowdsSaid = el("p", { class: "herd-crowds" });
-  const spikes = svg("svg", { class: "herd-spikes", role: "img" });
+  const rasters = [0, 1].map(() => svg("svg", { class: "herd-raster", role: "img" }));
   const compare = svg("svg", { class: "herd-compare", role: "img" });
-  const spikesBox = el("div", { class: "sim-picture" }, spikes);
+  const rastersBox = el("div", { class: "sim-picture" }, rasters);
   const compareBox = el("div", { class: "sim-picture" }, compare);
   let named = false;         // the policies' names are in the menu: a state was drawn
 
@@ -81,8 +82,8 @@ export default function herd(body, { act, announce, tasks }) {
       labelled("herd-seed", "Seed ", inputs.seed),
       el("button", { type: "button", onclick: newSeed }, "New seed")),
     result,
-    el("section", {}, el("h3", {}, "Clients calling at the same instant"),
-      axisSaid, spikesBox, spikesLegend(), crowdsSaid),
+    el("section", {}, el("h3", {}, "Every call, a row for each client"),
+      axisSaid, rastersBox, rasterLegend(), crowdsSaid),
     el("section", {}, el("h3", {}, "The five policies, same clients and seed"),
       compareBox,
       el("p", { class: "herd-legend" },
@@ -90,20 +91,15 @@ export default function herd(body, { act, announce, tasks }) {
         "bars: time to the last write, on a scale where each mark is ten times the last.")),
     tasks);
 
-  function spikesLegend() {
-    const key = (crowd, words) => el("span", { class: "herd-key" },
-      svg("svg", { width: "14", height: "24", viewBox: "-7 -22 14 24", "aria-hidden": "true" },
-        svg("g", { class: crowd ? "herd-burst herd-crowd" : "herd-burst" },
-          svg("line", { x1: 0, x2: 0, y1: 0, y2: crowd ? -16 : -6, "stroke-width": 2 }),
-          crowd ? svg("path", { class: "herd-top", d: "M-4 -16L4 -16L0 -21Z" }) : null)),
+  function rasterLegend() {
+    const key = (kind, words) => el("span", { class: "herd-key" },
+      svg("svg", { width: "14", height: "10", viewBox: "0 0 14 10", "aria-hidden": "true" },
+        svg("rect", { class: kind, x: 0, y: 0, width: kind === "herd-called" ? 14 : 4,
+          height: 10 })),
       words);
     return el("p", { class: "herd-legend" },
-      key(true, "two or more clients at one instant, in step (its height: how many)"),
-      key(false, "one client alone"),
-      el("span", { class: "herd-key" },
-        svg("svg", { width: "22", height: "12", viewBox: "0 -6 22 12", "aria-hidden": "true" },
-          svg("line", { class: "herd-step-line", x1: 1, x2: 21, y1: 0, y2: 0 })),
-        "the most at one instant after the first"));
+      key("herd-called", "a client called in that slice of the run, and was turned away"),
+      key("herd-taken", "its write was taken: that client is done"));
   }
 
   function settings() {
@@ -131,45 +127,49 @@ export default function herd(body, { act, announce, tasks }) {
     configure();
   }
 
-  // Each slice of the run as a line as tall as the most clients that called
-  // at one instant in it; a line of two or more (clients in step) is topped
-  // by a triangle, so a herd is a row of spikes and jitter a low smear.
-  function drawSpikes(state) {
-    const clients = state.settings.clients;
-    const bursts = state.bursts;
-    const width = Math.max(280, spikesBox.clientWidth || 600);
-    const left = 8 + CHAR * String(clients).length, right = 12;
-    const top = 30, high = 150, bottom = top + high;
-    const column = (width - left - right) / bursts.length;
-    const x = (n) => left + column * (n + 0.5);
-    // At least 4 px for one client, and 6 for a crowd, so that the smear
-    // is seen above the axis and a crowd of two stands above it.
-    const y = (count) => bottom - Math.max(count >= 2 ? 6 : 4, (high * count) / clients);
-    const perSecond = (width - left - right) / state.seconds;
-    const stroke = Math.max(1, Math.min(3, column * 0.6));
-    const marks = bursts.map((each, n) => {
-      if (!each.most) {
-        return null;
+  // A run as a raster: a row for each client, a column for each slice of
+  // the run, filled where the client called. Clients in step fill the same
+  // columns, round after round, so a herd is seen as stripes, by its shape
+  // and not by its colour; jittered calls smear across the run. Each run
+  // has its own time axis, which its caption says.
+  function drawRaster(picture, run, state, chosen) {
+    const clients = run.rows.length;
+    const width = Math.max(280, rastersBox.clientWidth || 600);
+    const left = 8 + CHAR * `client ${clients}`.length, right = 12;
+    // Its caption, on two lines where one would not fit (a phone).
+    const name = state.names[run.policy];
+    const said = [`${chosen ? "▶ " : ""}${name}:`, `${many(run.calls, "call")} in ${seconds(run.seconds)}`];
+    const caption = CHAR * said.join(" ").length > width - 8 ? said : [said.join(" ")];
+    const top = 10 + 16 * caption.length, high = 150, bottom = top + high;
+    const column = (width - left - right) / run.slices;
+    const row = high / clients;
+    const x = (n) => left + column * n;
+    const cell = Math.max(1, column);
+    // A client's slices in runs of neighbours, one rectangle a run.
+    const called = run.rows.map((each, client) => {
+      const y = top + row * client;
+      const runs = [];
+      for (const slice of each.called) {
+        const last = runs[runs.length - 1];
+        if (last && slice === last[1] + 1) {
+          last[1] = slice;
+        } else {
+          runs.push([slice, slice]);
+        }
       }
-      const crowd = each.most >= 2;
-      const end = each.start + state.seconds / bursts.length;
-      return svg("g", { class: crowd ? "herd-burst herd-crowd" : "herd-burst",
-        "data-column": n, "data-most": each.most, "data-calls": each.calls },
-        svg("title", {}, `${span(each.start)} to ${span(end)}: ` +
-          `${many(each.most, "call")} at one instant, ${many(each.calls, "call")} in all`),
-        svg("line", { x1: x(n), x2: x(n), y1: bottom, y2: y(each.most),
-          "stroke-width": stroke }),
-        crowd ? svg("path", { class: "herd-top",
-          d: `M${x(n) - 3} ${y(each.most)}h6l-3 -5z` }) : null);
-    });
-    const step = y(state.in_step);
-    const tallest = `most after the start: ${state.in_step} at once`;
+      return runs.map(([from, to]) => `M${x(from).toFixed(1)} ${y.toFixed(2)}` +
+        `h${(x(to) - x(from) + cell).toFixed(1)}v${Math.max(0.6, row).toFixed(2)}` +
+        `h${(-(x(to) - x(from) + cell)).toFixed(1)}z`).join("");
+    }).join("");
+    const taken = run.rows.map((each, client) => `M${x(each.taken).toFixed(1)} ` +
+      `${(top + row * client).toFixed(2)}h${cell.toFixed(1)}v${Math.max(0.6, row).toFixed(2)}` +
+      `h${(-cell).toFixed(1)}z`).join("");
+    const perSecond = (width - left - right) / run.seconds;
     const axis = svg("g", { class: "herd-axis" },
       svg("line", { x1: left, x2: width - right, y1: bottom, y2: bottom }),
-      svg("line", { x1: left, x2: left, y1: top, y2: bottom }),
-      svg("text", { x: left - 4, y: bottom + 4, "text-anchor": "end" }, "0"),
-      svg("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, String(clients)),
-      ticks(state.seconds, perSecond).map(([t, words], i) => {
+      svg("text", { x: left - 4, y: top + 8, "text-anchor": "end" }, "client 1"),
+      svg("text", { x: left - 4, y: bottom, "text-anchor": "end" }, `client ${clients}`),
+      ticks(run.seconds, perSecond).map(([t, words], i) => {
         const at = left + t * perSecond;
         // The first starts at its mark; one that would reach past the
         // picture's edge ends at it.
@@ -179,25 +179,29 @@ export default function herd(body, { act, announce, tasks }) {
           svg("line", { x1: at, x2: at, y1: bottom, y2: bottom + 5 }),
           svg("text", { x: at, y: bottom + 18, "text-anchor": anchor }, words));
       }));
-    spikes.replaceChildren(
-      axis,
-      state.in_step >= 2 ? svg("line", { class: "herd-step-line", x1: left, x2: width - right,
-        y1: step, y2: step }) : null,
-      svg("g", { class: "herd-bursts" }, marks),
-      svg("text", { class: "herd-tallest", x: width - right, y: 14, "text-anchor": "end" },
-        tallest));
+    picture.replaceChildren(
+      ...caption.map((line, n) => svg("text", { class: "herd-caption", x: 4, y: 15 + 16 * n },
+        line)),
+      svg("path", { class: "herd-called", d: called }),
+      svg("path", { class: "herd-taken", d: taken }),
+      axis);
     const height = bottom + 26;
-    spikes.setAttribute("width", width);
-    spikes.setAttribute("height", height);
-    spikes.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    const peaks = bursts.slice(1).filter((each) => each.most >= 2).length;
-    spikes.setAttribute("aria-label", `${state.names[state.settings.policy]}: clients calling ` +
-      `at the same instant over the whole run, 0 to ${seconds(state.seconds)}. All ` +
-      `${clients} call at 0 s, and at most ${state.in_step} at one instant after the first` +
-      (peaks
-        ? `, and ${many(peaks, "slice")} of the run ${peaks === 1 ? "has" : "have"} ` +
-          "two or more in step: a herd."
-        : ": the calls are spread out, a low smear."));
+    picture.setAttribute("width", width);
+    picture.setAttribute("height", height);
+    picture.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    picture.dataset.policy = run.policy;
+    // In words: how the calls share out among the slices. Clients in step
+    // crowd into few slices, many in each; jitter spreads them thin.
+    const busy = new Set(run.rows.flatMap((each) => each.called)).size;
+    const cells = run.rows.reduce((sum, each) => sum + each.called.length, 0);
+    picture.setAttribute("aria-label", `${name}${chosen ? " (chosen)" : ""}: every call of ` +
+      `${clients} clients, a row each, from 0 to ${seconds(run.seconds)} in ${run.slices} ` +
+      `slices. Calls fall in ${busy} of them, ${Math.round(cells / busy)} clients on ` +
+      "average in each.");
+  }
+
+  function drawRasters(state) {
+    state.rasters.forEach((run, n) => drawRaster(rasters[n], run, state, n === 0));
   }
 
   // The five policies, a row each: calls on an even scale, time on a scale
@@ -286,8 +290,9 @@ export default function herd(body, { act, announce, tasks }) {
       `${seconds(state.seconds)}; ` + (state.in_step
       ? `after the first instant, at most ${many(state.in_step, "client")} called at once.`
       : "no call after the first.");
-    axisSaid.textContent = `The whole run, from 0 to ${seconds(state.seconds)}, ` +
-      `in ${state.bursts.length} slices of ${span(state.seconds / state.bursts.length)}.`;
+    axisSaid.textContent = "Each run from its start to its last write, in " +
+      `${state.rasters[0].slices} slices: ${state.rasters.map((run) =>
+        `${state.names[run.policy]}, ${span(run.seconds / run.slices)} each`).join("; ")}.`;
     const crowds = state.crowds.slice(1);
     crowdsSaid.textContent = crowds.length
       ? `The first instants with two or more calls: all ${state.settings.clients} at 0 s, ` +
@@ -295,7 +300,7 @@ export default function herd(body, { act, announce, tasks }) {
       : state.crowds.length
         ? `Two or more at one instant only at 0 s, when all ${state.settings.clients} start.`
         : "No two calls at one instant.";
-    drawSpikes(state);
+    drawRasters(state);
     drawCompare(state);
     if (!first) {
       announce(result.textContent);
@@ -305,9 +310,9 @@ export default function herd(body, { act, announce, tasks }) {
 
   // At a new width, sims.js has the same state redrawn to fit it.
   function redraw(state) {
-    drawSpikes(state);
+    drawRasters(state);
     drawCompare(state);
   }
 
-  return { draw, resized: { box: spikesBox, redraw } };
+  return { draw, resized: { box: rastersBox, redraw } };
 }
