@@ -87,3 +87,21 @@ def test_a_missing_tool_stops_the_bench_saying_what_to_run(tmp_path, monkeypatch
     said = str(stopped.value.code)
     assert "make node_modules/installed" in said
     assert "apt-get install chromium" in said
+
+
+def test_the_lines_printed_name_each_failure_and_not_the_servers_files():
+    """A page's row in the table, then each failing audit with its
+    elements; the local server's own failures without their files."""
+    found = {("bad.html", "mobile"): lighthouse.read_report(report("made-to-fail.json")),
+             ("idempotency.html", "mobile"): lighthouse.read_report(report("idempotency-mobile.json"))}
+    lines = lighthouse.report_lines("made here", found)
+    assert lines[0] == "  made here:"
+    assert lines[2].split() == ["bad.html", "mobile", "100", "41", "0.7", "s", "0.7", "s",
+                                "52", "ms", "0.000", "0.7", "s"]
+    at = lines.index("      accessibility color-contrast: Background and foreground colors"
+                     " do not have a sufficient contrast ratio.")
+    assert lines[at + 1] == "        body > main > p.faint"
+    compression = next(at for at, line in enumerate(lines)
+                       if "performance uses-text-compression" in line)
+    assert lines[compression].endswith("(costs FCP 150 ms, LCP 300 ms): http.server does not compress")
+    assert lines[compression + 1].startswith("      performance unminified-javascript")
