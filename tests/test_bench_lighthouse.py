@@ -66,6 +66,15 @@ def test_the_median_run_is_the_middle_one_by_score_then_lcp():
     assert lighthouse.median_run([run(None, None), slow, fast]) is slow
 
 
+def test_the_range_is_of_every_runs_performance_score():
+    """97-100 for runs that scored 99, 97 and 100; one run alone, its score."""
+    def run(score):
+        return lighthouse.Run(score, 100, {"LCP": 1000}, [], [], [])
+    assert lighthouse.spread([run(99), run(97), run(100)]) == "97-100"
+    assert lighthouse.spread([run(99)]) == "99"
+    assert lighthouse.spread([run(None), run(98)]) == "0-98"
+
+
 def test_the_pages_are_the_start_link_and_the_heaviest(tmp_path):
     """The first chapter is the page the index's Start reading link opens."""
     (tmp_path / "index.html").write_text(
@@ -92,11 +101,12 @@ def test_a_missing_tool_stops_the_bench_saying_what_to_run(tmp_path, monkeypatch
 def test_the_lines_printed_name_each_failure_and_not_the_servers_files():
     """A page's row in the table, then each failing audit with its
     elements; the local server's own failures without their files."""
-    found = {("bad.html", "mobile"): lighthouse.read_report(report("made-to-fail.json")),
-             ("idempotency.html", "mobile"): lighthouse.read_report(report("idempotency-mobile.json"))}
+    bad = lighthouse.read_report(report("made-to-fail.json"))
+    found = {("bad.html", "mobile"): [bad],
+             ("idempotency.html", "mobile"): [lighthouse.read_report(report("idempotency-mobile.json"))]}
     lines = lighthouse.report_lines("made here", found)
     assert lines[0] == "  made here:"
-    assert lines[2].split() == ["bad.html", "mobile", "100", "41", "0.7", "s", "0.7", "s",
+    assert lines[2].split() == ["bad.html", "mobile", "100", "100", "41", "0.7", "s", "0.7", "s",
                                 "52", "ms", "0.000", "0.7", "s"]
     at = lines.index("      accessibility color-contrast: Background and foreground colors"
                      " do not have a sufficient contrast ratio.")

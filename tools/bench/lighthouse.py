@@ -22,8 +22,10 @@ pages.yml publishes the site, compresses.
 - Only the performance and accessibility categories.
 Each page and preset runs RUNS times, each with a fresh Chromium profile
 (nothing cached), because one page's FCP varied from 1.1 to 1.6 s over five
-runs here; the median run (by performance score, then LCP) is printed
-whole: both scores out of 100 (the goal: at least 95), FCP, LCP, TBT, CLS
+runs here; sites measured together take turns, run by run. The median run
+(by performance score, then LCP) is printed whole, beside the range of the
+performance scores of all the runs: both scores out of 100 (the goal: at
+least 95), FCP, LCP, TBT, CLS
 and Speed Index; then every failing accessibility audit (id, title, the
 selectors of its elements); the performance audits under 0.9 (Lighthouse's
 line between passed and not), costliest first by the milliseconds
@@ -232,21 +234,26 @@ def median_run(runs):
     return ordered[len(ordered) // 2]
 
 
-def measure(site):
-    """{(page, preset): the median Run} for one built site."""
-    server = sims.serve(site)
+def measure(sites):
+    """{site: {(page, preset): its runs}}, the sites taking turns run by run,
+    so that a minute when other work slows the machine falls on each alike."""
+    measured = {site: pages(site) for site in sites}
+    servers = {site: sims.serve(site) for site in sites}
+    found = {site: {} for site in sites}
     try:
-        site_url = f"http://127.0.0.1:{server.server_port}"
-        found = {}
-        for page in pages(site):
-            for preset in PRESETS:
-                found[page, preset] = median_run(
-                    [read_report(run_lighthouse(f"{site_url}/{page}", preset))
-                     for _ in range(RUNS)])
+        for _ in range(RUNS):
+            for at in range(len(measured[sites[0]])):
+                for preset in PRESETS:
+                    for site, server in servers.items():
+                        page = measured[site][at]
+                        url = f"http://127.0.0.1:{server.server_port}/{page}"
+                        found[site].setdefault((page, preset), []).append(
+                            read_report(run_lighthouse(url, preset)))
         return found
     finally:
-        server.shutdown()
-        server.server_close()
+        for server in servers.values():
+            server.shutdown()
+            server.server_close()
 
 
 def shown(value, metric):
@@ -259,17 +266,29 @@ def shown(value, metric):
     return f"{value / 1000:.1f} s"
 
 
+def spread(runs):
+    """The lowest and highest performance scores of some runs: '97-100' (a
+    run that could not score counts as 0)."""
+    scores = [-1 if run.performance is None else run.performance for run in runs]
+    low, high = min(scores), max(scores)
+    return "-" if high < 0 else str(high) if low == high else f"{max(low, 0)}-{high}"
+
+
 def report_lines(site_label, found):
-    """The lines printed for one site: its table, then what failed."""
+    """The lines printed for one site, from {(page, preset): its runs}: the
+    median runs' table (with every run's range of performance scores),
+    then what failed in them."""
+    medians = {key: median_run(runs) for key, runs in found.items()}
     lines = [f"  {site_label}:",
-             f"    {'page':42} {'preset':8} {'perf':>4} {'a11y':>4}"
+             f"    {'page':42} {'preset':8} {'perf':>4} {'range':>7} {'a11y':>4}"
              + "".join(f"{metric:>9}" for metric in METRICS)]
-    for (page, preset), run in found.items():
-        scores = "".join(f" {'-' if score is None else score:>4}"
-                         for score in (run.performance, run.accessibility))
-        lines.append(f"    {page:42} {preset:8}{scores}"
+    for (page, preset), run in medians.items():
+        perf, a11y = ("-" if score is None else score
+                      for score in (run.performance, run.accessibility))
+        lines.append(f"    {page:42} {preset:8} {perf:>4} {spread(found[page, preset]):>7}"
+                     f" {a11y:>4}"
                      + "".join(f"{shown(run.metrics[metric], metric):>9}" for metric in METRICS))
-    for (page, preset), run in found.items():
+    for (page, preset), run in medians.items():
         said = []
         if run.problem:
             said.append(f"      the run failed: {run.problem}")
@@ -299,29 +318,29 @@ def main(sites=()):
     if problem:
         raise SystemExit(problem)
     started, load = time.perf_counter(), os.getloadavg()[0]
-    results = []
     if sites:
-        for site in sites:
-            results.append((str(site), measure(Path(site))))
+        folders = [Path(site) for site in sites]
+        results = list(zip(map(str, sites), measure(folders).values()))
     else:
         with tempfile.TemporaryDirectory() as temp:
             out = Path(temp) / "site"
             subprocess.run([sys.executable, build.__file__, "--out", str(out), "--no-extras"],
                            check=True, capture_output=True)
-            results.append(("this tree (tools/build.py --no-extras)", measure(out)))
-    any_run = next(iter(results[0][1].values()))
-    print(f"Lighthouse, the median of {RUNS} runs of each page and preset ({any_run.versions};"
-          f" headless, throttling simulated; goal: both scores at least {GOAL}):")
+            results = [("this tree (tools/build.py --no-extras)", measure([out])[out])]
+    any_run = next(iter(results[0][1].values()))[0]
+    print(f"Lighthouse, the median of {RUNS} runs of each page and preset, the sites taking"
+          f" turns ({any_run.versions}; headless, throttling simulated; goal: both scores"
+          f" at least {GOAL}):")
     for label, found in results:
         for line in report_lines(label, found):
             print(line)
-    errors = {audit.id: audit.said for _, found in results for run in found.values()
-              for audit in run.errors}
+    errors = {audit.id: audit.said for _, found in results for runs in found.values()
+              for run in runs for audit in run.errors}
     if errors:
         print("  audits Lighthouse could not run (they weigh nothing in the scores):")
         for name, said in errors.items():
             print(f"    {name}: {said.splitlines()[0][:100]}")
-    runs = sum(len(found) for _, found in results) * RUNS
+    runs = sum(len(runs) for _, found in results for runs in found.values())
     # TBT counts what the main thread did, slowed down 4 times on a phone:
     # other processes on the machine lengthen it.
     print(f"  {time.perf_counter() - started:.0f} s for {runs} runs; load average"
