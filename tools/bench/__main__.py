@@ -23,13 +23,19 @@
   blocking while a simulation starts (none), what a page fetches before
   the reader points at Start (no Python), and boxes that scroll sideways
   without showing it (none);
+- Lighthouse (tools/bench/lighthouse.py): performance and accessibility
+  scores, FCP, LCP, TBT, CLS and Speed Index of the first chapter and the
+  heaviest simulation page, phone and desktop presets (the goal: both
+  scores at least 95), and the audits that fail; `--site FOLDER` measures
+  sites built already (an older commit's beside this tree's) instead of
+  this tree's;
 - checking time (tools/bench/grading.py): each exercise of a copy of code/
   checked with check.py, as a learner checks it, then the whole folder as
   make check WORK= grades it, wall and CPU seconds (the goals: 10 s an
   exercise, 20 s a capstone file, 45 s the folder).
 
 Name sections to run only those: `python -m tools.bench grading queues`
-(build, race, queues, grading; all of them by default).
+(build, lighthouse, race, queues, grading; all of them by default).
 """
 import argparse
 import collections
@@ -46,7 +52,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from tools import build
-from tools.bench import grading, queues, sims
+from tools.bench import grading, lighthouse, queues, sims
 from tools.guide import expand
 from tools.sims import folders as sim_folders
 
@@ -147,6 +153,7 @@ def count_duplicates(folder, jobs, workers):
 
 
 SECTIONS = {"build": lambda args: build_and_pages(),
+            "lighthouse": lambda args: lighthouse.main(args.site or ()),
             "race": lambda args: race_without_the_gap(),
             "queues": lambda args: queues.main(),
             "grading": lambda args: grading.main()}
@@ -157,6 +164,9 @@ def main(argv=None):
                                      description="Print the course's numbers; no pass or fail.")
     parser.add_argument("sections", nargs="*", metavar="SECTION",
                         help=f"run only these ({', '.join(SECTIONS)}); all by default")
+    parser.add_argument("--site", action="append", metavar="FOLDER",
+                        help="lighthouse: measure this built site (again for more, in one "
+                             "table) instead of building this tree's pages")
     args = parser.parse_args(argv)
     for name in args.sections:
         if name not in SECTIONS:
