@@ -231,6 +231,8 @@ function mount(element, number) {
     start.textContent = "Start again";
     start.hidden = false;
     body.hidden = true;
+    body.inert = false;
+    delete element.dataset.picture;   // the first picture is gone with it
     view = null;               // Start again makes a new one
   }
 

@@ -194,6 +194,7 @@ def test_a_boot_that_never_ends_gives_up_with_a_message(new_context, site_url):
     expect(sim).to_have_attribute("data-state", "error")
     expect(sim.locator(".sim-status")).to_contain_text("Python did not start within 60 s")
     expect(sim.get_by_role("button", name="Start again")).to_be_visible()
+    expect(sim).not_to_have_attribute("data-picture", "first")   # nor its inert picture
 
 
 def test_actions_made_while_python_answers_are_not_lost(watched, site_url):
