@@ -257,6 +257,26 @@ class Payment(Engine):
             self._finish()
         return None
 
+    @action
+    def compare_keys(self):
+        """These settings and this seed, run to the end under each key mode
+        in turn, this engine's own run untouched: what Alice owed and paid,
+        the money taken twice or more for one order, and the jobs that
+        died."""
+        rows = []
+        for mode in KEY_MODES:
+            other = Payment(**{**self.settings, "keys": mode})
+            try:
+                other.run()
+                ran = other.state()
+            finally:
+                other.close()
+            rows.append({"keys": mode, "expected_cents": ran["expected_cents"],
+                         "actual_cents": ran["actual_cents"],
+                         "overcharge_cents": ran["overcharge_cents"],
+                         "dead": sum(job["status"] == "dead" for job in ran["jobs"])})
+        return rows
+
     def _key(self, job):
         mode = self.settings["keys"]
         if mode == "stable":

@@ -398,3 +398,25 @@ def test_the_payment_program_prints_the_run():
            "the bank; retry in 0.34 s" in out.splitlines()
     assert out.rstrip().endswith("Alice paid $50.00 for orders worth $40.00: $10.00 more "
                                  "(order 3 is dead, yet the bank charged it once)")
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_the_three_key_modes_are_run_side_by_side_with_the_same_seed(seed):
+    """compare_keys: these settings and seed, run to the end under each key
+    mode, as a run made with that mode would end; the run on the page is
+    untouched, and nothing is earned by it."""
+    sim = Payment(seed=seed, lost_reply=0.4)
+    sim.step()
+    before = json.dumps(sim.state())
+    rows = sim.compare_keys()
+    assert json.dumps(sim.state()) == before and sim.earned == set()
+    assert [row["keys"] for row in rows] == list(payment.KEY_MODES)
+    for row in rows:
+        ended = finished_run(seed=seed, lost_reply=0.4, keys=row["keys"])
+        assert row == {"keys": row["keys"], "expected_cents": ended["expected_cents"],
+                       "actual_cents": ended["actual_cents"],
+                       "overcharge_cents": ended["overcharge_cents"],
+                       "dead": sum(job["status"] == "dead" for job in ended["jobs"])}
+    stable = rows[-1]
+    assert stable["overcharge_cents"] == 0 < rows[0]["overcharge_cents"]
+    sim.close()

@@ -13,7 +13,7 @@ from tests.browser import (start_simulation, task_done, answered, OUTSIDE, WIDER
 CHAPTER = "idempotency-making-repeats-harmless.html"
 # What the shared checks do here, a move at a time (tests/browser.py make_moves):
 # enough to fill its tables and pictures and to import all it needs.
-SMOKE = ["New seed", "Step one attempt", "Run all charges"]
+SMOKE = ["New seed", "Step one attempt", "Run all charges", "Run all three"]
 
 
 def test_the_payment_simulator_tasks(watched, site_url):
@@ -37,6 +37,40 @@ def test_the_payment_simulator_tasks(watched, site_url):
     expect(sim.locator("tr.dead").first).to_contain_text("dead")
     expect(task_done(sim, "dead")).to_have_class("done")
     expect(sim.get_by_role("button", name="Next step of O7")).to_have_count(0)   # Chapter 10's
+    assert watched.problems == []
+
+
+def test_the_three_key_modes_are_compared_for_one_seed(watched, site_url):
+    """"Run all three" sets the key modes side by side for the seed and
+    settings shown, each run to the end as the engine runs it, and leaves
+    the run above as it was; a changed setting takes the table away, since
+    it no longer says what the controls do."""
+    from tools.sims.payment.engine import Payment
+    sim = start_simulation(watched, site_url, CHAPTER, "payment")
+    sim.get_by_role("button", name="Step one attempt").click()
+    answered(sim)
+    above = sim.locator(".sim-result").text_content()
+    sim.get_by_role("button", name="Run all three").click()
+    answered(sim)
+    engine = Payment()
+    truth = engine.compare_keys()
+    engine.close()
+    rows = sim.locator("table.pay-compare tbody tr")
+    expect(rows).to_have_count(3)
+    for row, each in zip(rows.all(), truth):
+        cells = [cell.text_content() for cell in row.locator("th, td").all()]
+        again = (f"⚠ ${each['overcharge_cents'] / 100:.2f}" if each["overcharge_cents"]
+                 else "none")
+        assert cells[1:] == [f"${each['expected_cents'] / 100:.2f}",
+                             f"${each['actual_cents'] / 100:.2f}", again, str(each["dead"])]
+    expect(rows.last.locator("th")).to_have_text("a stable key per order")
+    expect(sim.locator(".sim-result")).to_have_text(above)
+    sim.get_by_label("Keys", exact=True).select_option("stable")     # all three are there
+    answered(sim)
+    expect(rows).to_have_count(3)
+    sim.get_by_role("button", name="New seed").click()
+    answered(sim)
+    expect(rows).to_have_count(0)
     assert watched.problems == []
 
 

@@ -126,6 +126,9 @@ export default function payment(body, { act, announce, tasks }) {
   const lanesBox = el("div", { class: "sim-scroll pay-scroll", tabindex: "0" }, lanes);
   const pictures = el("div", { class: "sim-picture" }, bars);
   const jobs = el("tbody", { role: "rowgroup" });
+  const modes = el("div", { class: "pay-modes" });
+  let compared = null;         // the settings, but the key mode, that modes shows
+  let shown = null;            // the state drawn last
 
   const playing = player(play, () => STEP_MS / Number(speed.value), () => act("step"),
     () => finished);
@@ -157,6 +160,8 @@ export default function payment(body, { act, announce, tasks }) {
     pictures,
     el("section", { class: "sim-picture" }, el("h3", {}, "Attempts and waits"),
       sideways(lanesBox, "picture", lanes), lanesBox, legend()),
+    el("section", {}, el("h3", {}, "The three key modes, same seed"),
+      el("button", { type: "button", onclick: compareModes }, "Run all three"), modes),
     el("div", { class: "sim-panels" },
       el("section", { class: "wide" }, el("h3", {}, "The charge jobs"),
         // The roles are said outright: on a phone the rows are laid out as
@@ -403,7 +408,37 @@ export default function payment(body, { act, announce, tasks }) {
         (newest.retry_at !== null ? `, then a wait of ${seconds(newest.wait)}.` : "."));
   }
 
+  // The same settings and seed under each key mode, side by side, run to
+  // the end by the engine without touching the run shown above. A table
+  // for settings that have changed since is taken away.
+  const unkeyed = (values) => JSON.stringify({ ...values, keys: null });
+  async function compareModes() {
+    const rows = await act("compare_keys");
+    if (!rows) {
+      return;
+    }
+    compared = unkeyed(shown.settings);      // drawn with the answer: what was compared
+    const named = Object.fromEntries([...keys.options].map((option) =>
+      [option.value, option.textContent]));
+    modes.replaceChildren(scrolling(el("table", { class: "pay-compare" },
+      el("thead", {}, el("tr", {}, ...["Keys", "Alice owed", "Alice paid",
+        "Taken again for one order", "Dead jobs"].map((name) => el("th", { scope: "col" }, name)))),
+      el("tbody", {}, ...rows.map((row) => el("tr", { "data-keys": row.keys },
+        el("th", { scope: "row" }, named[row.keys]),
+        el("td", {}, dollars(row.expected_cents)),
+        el("td", {}, dollars(row.actual_cents)),
+        el("td", {}, row.overcharge_cents ? `⚠ ${dollars(row.overcharge_cents)}` : "none"),
+        el("td", {}, String(row.dead))))))));
+    announce(rows.map((row) => `${named[row.keys]}: Alice paid ${dollars(row.actual_cents)} ` +
+      `of ${dollars(row.expected_cents)} owed`).join("; ") + ".");
+  }
+
   function draw(state) {
+    shown = state;
+    if (compared !== null && unkeyed(state.settings) !== compared) {
+      compared = null;
+      modes.replaceChildren();
+    }
     drawBars(state);
     drawLanes(state);
     finished = state.finished;
