@@ -57,8 +57,9 @@ def test_after_one_visit_the_site_reads_offline_and_python_starts_from_what_was_
     page.context.set_offline(True)
     offline = watch(page.context.new_page())
     visit(offline, f"{site_url}/{TWO_SIMS}")
-    expect(offline.locator('.sim-mount[data-sim="crash-timing"]')).to_have_attribute(
-        "data-picture", "first")
+    crash_timing = offline.locator('.sim-mount[data-sim="crash-timing"]')
+    crash_timing.scroll_into_view_if_needed()
+    expect(crash_timing).to_have_attribute("data-picture", "first")
     start(offline, "crash-timing")
     offline.get_by_label("Search the guide").fill("thundering herd")
     expect(offline.locator(".search-results")).to_contain_text("6. Retry: Trying Again, Politely")

@@ -1,7 +1,7 @@
 // The simulations: each `.sim-mount[data-sim]` the build leaves in a page
 // becomes a picture and a start button. The picture is the engine's first
-// state, which the build computed (first.json), drawn as the page loads but
-// not yet to be used (inert). Starting boots Python (once per page) and
+// state, which the build computed (first.json), drawn as the reader nears
+// it but not yet to be used (inert). Starting boots Python (once per page) and
 // makes the same engine, which then draws the simulation after every
 // action. Everything runs in the reader's browser. Python starts loading
 // only when the reader shows they mean to start: a pointer over Start, or
@@ -150,10 +150,11 @@ function mount(element, number) {
     }
   }
 
-  // The first picture, drawn as soon as the view and the first state are
-  // here: the system as Start will make it, to be seen but not yet used
-  // (inert). If either fails to load, nothing is drawn, and Start says why.
-  sim.then(({ makeView: make, first }) => {
+  // The first picture, drawn once the view and the first state are here
+  // and the mount comes within a screen of the window: the system as Start
+  // will make it, to be seen but not yet used (inert). If either fails to
+  // load, nothing is drawn, and Start says why.
+  whenNear(element, () => sim.then(({ makeView: make, first }) => {
     if (element.dataset.state !== "idle") {
       return;                  // Start was quicker, and draws for itself
     }
@@ -167,7 +168,7 @@ function mount(element, number) {
     for (const fallback of fallbacks()) {
       fallback.classList.add("visually-hidden");
     }
-  }, () => {});
+  }, () => {}));
   // A click on that picture, whose controls do not work yet, starts it.
   element.addEventListener("click", (event) => {
     if (event.target === element && body.inert && !start.hidden) {
@@ -273,6 +274,23 @@ function mount(element, number) {
       progressShown();
     }
   });
+}
+
+// Drawing a first picture takes the main thread 15 to 70 ms (four times that
+// on a mid-range phone): a page that drew all of its simulations as it
+// loaded would stall for as long. Each is drawn as its mount comes within a
+// screen of the window instead, before the reader gets there.
+const near = new Map();        // a mount -> what to do once it is near
+const nearing = new IntersectionObserver((entries) => {
+  for (const entry of entries.filter((each) => each.isIntersecting)) {
+    nearing.unobserve(entry.target);
+    near.get(entry.target)();
+    near.delete(entry.target);
+  }
+}, { rootMargin: "100% 0px" });
+function whenNear(element, then) {
+  near.set(element, then);
+  nearing.observe(element);
 }
 
 // The download so far as a bar after `status`, and in megabytes and seconds

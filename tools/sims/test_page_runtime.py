@@ -19,7 +19,8 @@ CHAPTER = "idempotency-making-repeats-harmless.html"    # the crash-timing explo
 
 
 def test_each_simulation_is_drawn_before_python_as_its_engine_starts(watched, site_url):
-    """As the page loads, each simulation shows its first picture: drawn
+    """As the reader nears it (a simulation far down the page is not drawn
+    as the page loads), each simulation shows its first picture: drawn
     from the state the build had the same engine compute, with nothing of
     Python fetched, and not yet to be used (inert). Started, the engine
     that Python makes in the browser answers, and the picture it draws is
@@ -27,8 +28,12 @@ def test_each_simulation_is_drawn_before_python_as_its_engine_starts(watched, si
     fetched = python_requests(watched)
     visit(watched, f"{site_url}/all.html")
     bodies = {name: watched.locator(f'.sim-mount[data-sim="{name}"]') for name in folders()}
+    watched.wait_for_load_state("networkidle")
+    last = list(bodies.values())[-1]
+    assert last.get_attribute("data-picture") is None, "drawn far from the window"
     first = {}
     for name, sim in bodies.items():
+        sim.scroll_into_view_if_needed()
         expect(sim).to_have_attribute("data-picture", "first")
         body = sim.locator(".sim-body")
         expect(body).to_be_visible()
@@ -55,6 +60,7 @@ def test_the_first_picture_cannot_be_used_but_a_click_on_it_starts_it(watched, s
     Start does."""
     visit(watched, f"{site_url}/{CHAPTER}")
     sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
+    sim.scroll_into_view_if_needed()
     expect(sim).to_have_attribute("data-picture", "first")
     sim.get_by_role("button", name="Start the simulation").focus()
     watched.keyboard.press("Tab")
@@ -74,6 +80,7 @@ def test_without_its_first_state_a_simulation_says_so_on_start(watched, site_url
     watched.route("**/crash_timing/first.json", lambda route: route.fulfill(status=404))
     visit(watched, f"{site_url}/{CHAPTER}")
     sim = watched.locator('.sim-mount[data-sim="crash-timing"]')
+    sim.scroll_into_view_if_needed()
     watched.wait_for_load_state("networkidle")
     expect(sim.locator(".sim-body")).to_be_hidden()
     sim.get_by_role("button", name="Start the simulation").click()

@@ -134,6 +134,7 @@ def test_started_from_the_keyboard_it_takes_the_focus_and_needs_only_the_trimmed
     visit(watched, f"{site_url}/{EVERY}")
     sim = watched.locator(f'.sim-mount[data-sim="{name}"]')
     fallback = watched.locator(f'.sim[data-sim="{name}"] > p')
+    sim.scroll_into_view_if_needed()
     expect(sim).to_have_attribute("data-picture", "first")
     for paragraph in fallback.all():
         expect(paragraph).to_have_class("visually-hidden")
