@@ -18,10 +18,10 @@ tests) comes from folders(), so adding a simulation is adding a folder.
 On the page, sims.js turns each mount the build leaves (<div
 class="sim-mount" data-sim="NAME">) into a first picture and a start
 button. It fetches the simulation's view.js, view.css and first.json from
-its folder as the page loads, and, as the reader nears the mount, has
-the view draw first.json's state:
-the engine's first state, which the build computed with the options the
-page makes it with (package.write_first_pictures). That picture is inert
+its folder as the page loads and, as the reader nears the mount, has the
+view draw first.json's state: the engine's first state, which the build
+computed with the options the page makes it with
+(package.write_first_pictures). That picture is inert
 until Start makes the same engine in Python, which then draws every state
 (the mount's selector, MOUNTS, and the rule from a name to its folder,
 folderOf, are each written once, there). Beside the button it says
