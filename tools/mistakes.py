@@ -167,8 +167,8 @@ MISTAKES = [
         stops_at=("python3 ex04_durable_queue.py list",)),
 
     Mistake("ex04_durable_queue.py", "claim takes running jobs too, not only queued ones", [
-        ("\"SELECT id, kind, args FROM jobs WHERE status = 'queued' \"",
-         "\"SELECT id, kind, args FROM jobs WHERE status IN ('queued', 'running') \"")],
+        ("\"WHERE status = 'queued' \"",
+         "\"WHERE status IN ('queued', 'running') \"")],
         hint="Look at the `WHERE` in `claim()`: which statuses may a job have to be claimed?",
         # A race: if the Break It's Ctrl-C stops the second worker before it claims,
         # that transcript shows nothing wrong.
@@ -187,10 +187,12 @@ MISTAKES = [
     Mistake("ex05_two_workers.py", "a claim in two steps, a read then a write", [('''\
     return db.execute("""
         UPDATE jobs SET worker = ?, status = 'running'
-        WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id ASC LIMIT 1)
+        WHERE id = (SELECT id FROM jobs WHERE status = 'queued'
+                    ORDER BY id ASC LIMIT 1)
         RETURNING id, kind, args
     """, (WORKER,)).fetchone()''', '''\
-    oldest = db.execute("SELECT id, kind, args FROM jobs WHERE status = 'queued' "
+    oldest = db.execute("SELECT id, kind, args FROM jobs "
+                        "WHERE status = 'queued' "
                         "ORDER BY id ASC LIMIT 1").fetchone()
     if oldest is not None:
         db.execute("UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?",
@@ -237,7 +239,8 @@ MISTAKES = [
     # Every command works, but `work --help` starts a worker that waits for jobs.
     Mistake("ex06_leases.py", "the command line read by hand, as ex05 does, not by argparse", [(
         '''    parser = argparse.ArgumentParser(description="A job queue with leases.")
-    parser.add_argument("command", choices=["enqueue", "list", "work", "reset"])
+    parser.add_argument("command",
+                        choices=["enqueue", "list", "work", "reset"])
     parser.add_argument("addresses", nargs="*", help="for enqueue")
     parser.add_argument("--lease", type=float, default=LEASE_SECONDS,
                         help="seconds a claim lasts (default %(default)s)")
@@ -316,11 +319,13 @@ MISTAKES = [
     # No transcript shows it, nor the two-process race test (the key is noted
     # before the other request gets the lock).
     Mistake("ex08_idempotency.py", "the key noted after the charge is committed", [
-        ("        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n"
+        ("        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\",\n"
+         "                   (idempotency_key, response))\n"
          "    db.execute(\"COMMIT\")\n",
          "    db.execute(\"COMMIT\")\n"
          "    if answered is None:                 # note the key once the charge is safe\n"
-         "        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n")],
+         "        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\",\n"
+         "                   (idempotency_key, response))\n")],
         hint="Look at where `bank_charge()` notes the key: what if the bank dies between "
              "the charge and the note?",
         stops_at=("test_ex08_a_bank_that_dies_at_any_point_charges_once_when_the_key_comes_again",)),
