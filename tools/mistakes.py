@@ -296,8 +296,7 @@ MISTAKES = [
         stops_at=("python3 herd.py",)),
 
     Mistake("herd.py", "--seed read but never used: every run is seed 1's", [
-        ("contend(policy, args.clients, args.base, args.cap, args.seed)",
-         "contend(policy, args.clients, args.base, args.cap)")],
+        ("args.cap, args.seed))", "args.cap))")],
         hint="Look at what `main()` does with `--seed`: does it reach the dice?",
         stops_at=("test_herd_a_seed_repeats_its_run_and_another_seed_makes_another",)),
 
@@ -492,7 +491,7 @@ MISTAKES = [
 
     # ---- Exercise 9's optional webhooks
     Mistake("ex09_webhooks.py", "the signature never checked", [
-        ('    if not hmac.compare_digest(expected, fields.get("v1", "")):   # in constant time\n',
+        ('    if not hmac.compare_digest(expected, fields.get("v1", "")):  # not ==\n',
          "    if False:\n")],
         hint="Look at `verify()`: what stops anyone who knows your address from posting "
              "an event?",
@@ -513,8 +512,8 @@ MISTAKES = [
         stops_at=("test_webhooks_an_event_for_an_operation_not_known_yet_comes_again",)),
 
     Mistake("ex09_webhooks.py", "an event overwrites an answer already recorded", [
-        ("\" WHERE id = ? AND state = 'started'\",\n                         (state,",
-         "\" WHERE id = ?\",\n                         (state,")],
+        ("\" WHERE id = ? AND state = 'started'\",\n        (state,",
+         "\" WHERE id = ?\",\n        (state,")],
         hint="Look at the `UPDATE` in `apply()`: what does an event that comes late, or "
              "out of order, do to an answer already recorded?",
         shows=r"^\+day 1 12:00  evt_1 \(charge\.paid, North/W1\): recorded",
