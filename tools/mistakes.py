@@ -534,29 +534,33 @@ MISTAKES = [
         stops_at=("test_a_ctrl_c_inside_a_transaction_undoes_it",)),
 
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
-        ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
-         "    (SELECT id FROM jobs WHERE status = 'running'\n")],
+        ("             WHERE status = 'running' AND locked_until < :now\n",
+         "             WHERE status = 'running'\n")],
         hint="Look at the first subquery of `CLAIM`: which running jobs may it take?",
         shows=r"is None\n.*= claim\(\)",
         stops_at=("test_a_claim_is_a_lease",)),
 
     Mistake("capstone/tinyq.py", "a claim that serves queued jobs before a dead worker's job", [
         ("""\
-            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+            (SELECT id FROM jobs
+             WHERE status = 'running' AND locked_until < :now
              ORDER BY locked_until LIMIT 1),
-            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+            (SELECT id FROM jobs
+             WHERE status = 'queued' AND run_at <= :now
              ORDER BY run_at, id LIMIT 1))""", """\
-            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+            (SELECT id FROM jobs
+             WHERE status = 'queued' AND run_at <= :now
              ORDER BY run_at, id LIMIT 1),
-            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+            (SELECT id FROM jobs
+             WHERE status = 'running' AND locked_until < :now
              ORDER BY locked_until LIMIT 1))""")],
         hint="Look at the order of the two subqueries in `CLAIM`: which job does a "
              "worker get first?",
         stops_at=("test_a_poison_job_does_not_keep_other_due_jobs_waiting",)),
 
     Mistake("capstone/tinyq.py", "a token that is not raised at each claim", [
-        ("UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,",
-         "UPDATE jobs SET status = 'running', attempts = attempts + 1,")],
+        ("                        token = token + 1, locked_until = :now + :lease\n",
+         "                        locked_until = :now + :lease\n")],
         hint="Look at what `CLAIM` does to the job's `token`: does each claim hold a "
              "larger one than the claims before it?",
         shows=r"\.token\b",
@@ -579,8 +583,7 @@ MISTAKES = [
         stops_at=("test_a_permanent_failure_is_dead_at_once",)),
 
     Mistake("capstone/tinyq.py", "a backoff without jitter: every retry waits the whole ceiling", [
-        ("self.rng.uniform(0, ceiling(job.attempts, self.backoff_base, self.backoff_cap))",
-         "ceiling(job.attempts, self.backoff_base, self.backoff_cap)")],
+        ("wait = self.rng.uniform(0, limit)", "wait = limit")],
         hint="Look at the wait `fail()` picks before a retry: where is the jitter?",
         stops_at=("test_the_backoff_is_full_jitter_below_the_ceiling",)),
 
