@@ -354,11 +354,13 @@ MISTAKES = [
 
     Mistake("ex09_charge_worker.py", "COMMIT outside the try", [
         ("        yield\n        db.execute(\"COMMIT\")\n    except BaseException:\n"
-         "        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo\n"
-         "            db.execute(\"ROLLBACK\")\n        raise\n",
+         "        with contextlib.suppress(sqlite3.OperationalError):\n"
+         "            db.execute(\"ROLLBACK\")          # unless nothing is left to undo\n"
+         "        raise\n",
          "        yield\n    except BaseException:\n"
-         "        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo\n"
-         "            db.execute(\"ROLLBACK\")\n        raise\n    db.execute(\"COMMIT\")\n")],
+         "        with contextlib.suppress(sqlite3.OperationalError):\n"
+         "            db.execute(\"ROLLBACK\")          # unless nothing is left to undo\n"
+         "        raise\n    db.execute(\"COMMIT\")\n")],
         hint="Look at `transaction()`: if the `COMMIT` itself fails, what rolls the "
              "transaction back?",
         stops_at=("test_ex09_a_failed_commit_leaves_no_transaction_open",)),
@@ -378,21 +380,22 @@ MISTAKES = [
         stops_at=("test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker",)),
 
     Mistake("ex09_charge_worker.py", "the gate does not check the start's fencing token", [
-        ("\" AND starts = ?\", (op_id, message[\"start\"])).fetchone()",
-         "\" AND starts >= ?\", (op_id, message[\"start\"])).fetchone()")],
+        ("\" AND state = 'running' AND starts = ?\",",
+         "\" AND state = 'running' AND starts >= ?\",")],
         hint="Look at the first `SELECT` in `go_ahead()`: would a worker whose lease "
              "ran out, and whose operation another worker now holds, pass it?",
         stops_at=("test_ex09_a_start_that_lost_its_lease_records_spends_and_calls_nothing",)),
 
     Mistake("ex09_charge_worker.py", "every start spends the amount again", [
-        ("\" AND spent_hour IS NOT ?\", (hour, op_id, hour)).rowcount:\n",
-         "\" AND spent_hour IS NOT ?\", (hour, op_id, hour)).rowcount or True:\n")],
+        ("(hour, op_id, hour)).rowcount:\n",
+         "(hour, op_id, hour)).rowcount or True:\n")],
         hint="Look at when `go_ahead()` calls `spend()`: what does a second start of the "
              "same operation, in the same hour, spend?",
         stops_at=("test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts",)),
 
     Mistake("ex09_charge_worker.py", "a spent retry budget gives up on the message", [
-        ('                raise RetryLater(f"{failure}; this worker\'s retry budget is spent")\n',
+        ('                raise RetryLater(f"{failure}; "\n'
+         '                                 "this worker\'s retry budget is spent")\n',
          '                break\n')],
         hint="Look at what `deliver()` does when the retry budget is spent: is the "
              "message at fault?",
@@ -401,7 +404,7 @@ MISTAKES = [
 
     Mistake("ex09_charge_worker.py", "the retry budget counts messages, not calls", [
         ("    if budget is not None:\n"
-         "        budget.request()                    # one more call that reaches the provider\n",
+         "        budget.request()                    # one more call to the provider\n",
          ""),
         ("    for attempt in range(attempts):\n        time_left = ",
          "    if budget is not None:\n        budget.request()\n"
@@ -426,7 +429,8 @@ MISTAKES = [
         stops_at=("python3 ex09_charge_worker.py cancel",)),
 
     Mistake("ex09_charge_worker.py", "put-back waits that never grow", [
-        ('    wait = rng.uniform(0, min(PUT_BACK_CAP, PUT_BACK_BASE * 2 ** message["start"]))\n',
+        ('    ceiling = min(PUT_BACK_CAP, PUT_BACK_BASE * 2 ** message["start"])\n'
+         "    wait = rng.uniform(0, ceiling)\n",
          "    wait = PUT_BACK_BASE\n")],
         hint="Look at how long `see_through()` puts an operation back for: does the wait "
              "grow with each start, with jitter?",
@@ -440,14 +444,14 @@ MISTAKES = [
         stops_at=("test_ex09_a_worker_stopped_mid_call_leaves_the_operation_to_its_lease",)),
 
     Mistake("ex09_charge_worker.py", "a busy database ends a payment dead", [
-        ("    except sqlite3.OperationalError:    # a busy database: not the payment's fault either,\n"
-         "        raise                           # so, as on Ctrl-C, its lease runs out\n", "")],
+        ("    except sqlite3.OperationalError:    # a busy database: not its fault\n"
+         "        raise                           # either; as on Ctrl-C, the lease ends\n", "")],
         hint="Look at what `see_through()` does when the database is locked: is that "
              "the payment's fault, and may it have been charged?",
         stops_at=("test_ex09_a_busy_database_leaves_a_paid_operation_to_its_lease",)),
 
     Mistake("ex09_charge_worker.py", "the reconciler ends an operation a late worker can still pay", [
-        ("'started'\"\n                            \" AND charge_id IS ?\",      # the charge it asked about, or none\n",
+        ("'started'\"\n            \" AND charge_id IS ?\",  # the charge it asked about, or none\n",
          "'started'\",\n"),
         ("(\"charged\" if answer == \"paid\" else \"failed\", op_id, charge_id))",
          "(\"charged\" if answer == \"paid\" else \"failed\", op_id))")],
@@ -476,9 +480,11 @@ MISTAKES = [
         ('    db.execute("""\n'
          '        INSERT INTO work (id, tenant, inputs, state, expires_at)\n'
          "        SELECT ?, ?, ?, 'waiting', ?\n"
-         "        WHERE (SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting') < ?\n"
+         "        WHERE (SELECT count(*) FROM work\n"
+         "               WHERE tenant = ? AND state = 'waiting') < ?\n"
          '        ON CONFLICT (id) DO NOTHING\n'
-         '    """, (op_id, tenant, json.dumps(inputs), clock() + EXPIRE_SECONDS, tenant, MAX_WAITING))\n',
+         '    """, (op_id, tenant, json.dumps(inputs), clock() + EXPIRE_SECONDS,\n'
+         '          tenant, MAX_WAITING))\n',
          "    (waiting,) = db.execute(\"SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting'\",\n"
          '                            (tenant,)).fetchone()\n'
          '    if waiting < MAX_WAITING:\n'
