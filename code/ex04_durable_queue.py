@@ -3,10 +3,10 @@
 # The producer and the worker are separate programs: run the worker in one
 # terminal and enqueue jobs from another. Emails are lines in outbox.txt.
 #
-# Run it:   python3 ex04_durable_queue.py reset       (an empty queue and outbox)
-#           python3 ex04_durable_queue.py work        (terminal 1; Ctrl-C stops it)
-#           python3 ex04_durable_queue.py enqueue ann@example.com bob@example.com
-#           python3 ex04_durable_queue.py list
+# Run it: python3 ex04_durable_queue.py reset   (an empty queue and outbox)
+#         python3 ex04_durable_queue.py work    (terminal 1; Ctrl-C stops it)
+#         python3 ex04_durable_queue.py enqueue ann@example.com bob@example.com
+#         python3 ex04_durable_queue.py list
 
 import json
 import sqlite3
@@ -16,7 +16,7 @@ import time
 DATABASE = "ex04.db"
 OUTBOX = "outbox.txt"            # our pretend mail server: one line per email
 MAIL_SERVER_SECONDS = 2
-POLL_SECONDS = 0.5               # how long an idle worker waits before looking again
+POLL_SECONDS = 0.5               # how long an idle worker sleeps between looks
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -56,7 +56,8 @@ def enqueue(db, kind, **args):
 
 def claim(db):
     """Find the oldest queued job, then mark it running."""
-    oldest = db.execute("SELECT id, kind, args FROM jobs WHERE status = 'queued' "
+    oldest = db.execute("SELECT id, kind, args FROM jobs "
+                        "WHERE status = 'queued' "
                         "ORDER BY id ASC LIMIT 1").fetchone()
     if oldest is None:
         return None

@@ -6,7 +6,8 @@
 # Run it:   python3 ex05_two_workers.py reset
 #           python3 ex05_two_workers.py work naive        (terminal 1)
 #           python3 ex05_two_workers.py work naive        (terminal 2)
-#           python3 ex05_two_workers.py enqueue ann@example.com bob@example.com cat@example.com
+#           python3 ex05_two_workers.py enqueue ann@example.com \
+#               bob@example.com cat@example.com
 #           python3 ex05_two_workers.py list
 #           (then the same again with: work atomic)
 
@@ -19,8 +20,8 @@ import time
 DATABASE = "ex05.db"
 OUTBOX = "outbox.txt"            # our pretend mail server: one line per email
 MAIL_SERVER_SECONDS = 2
-POLL_SECONDS = 0.1               # how long an idle worker waits before looking again
-RACE_GAP_SECONDS = 0.3           # makes the race easy to see; real gaps are shorter
+POLL_SECONDS = 0.1               # how long an idle worker sleeps between looks
+RACE_GAP_SECONDS = 0.3           # wide to show the race; real gaps are shorter
 WORKER = f"worker {os.getpid()}"  # the process id tells workers apart
 
 SCHEMA = """
@@ -62,11 +63,12 @@ def enqueue(db, kind, **args):
 
 def claim_naive(db):
     """Check, then act: two statements, with room between them."""
-    oldest = db.execute("SELECT id, kind, args FROM jobs WHERE status = 'queued' "
+    oldest = db.execute("SELECT id, kind, args FROM jobs "
+                        "WHERE status = 'queued' "
                         "ORDER BY id ASC LIMIT 1").fetchone()
     if oldest is None:
         return None
-    time.sleep(RACE_GAP_SECONDS)                 # the gap between looking and marking
+    time.sleep(RACE_GAP_SECONDS)                 # between looking and marking
     db.execute("UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?",
                (WORKER, oldest[0]))
     return oldest
@@ -77,7 +79,8 @@ def claim_atomic(db):
     time, so no other claim can look until this one has marked."""
     return db.execute("""
         UPDATE jobs SET worker = ?, status = 'running'
-        WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id ASC LIMIT 1)
+        WHERE id = (SELECT id FROM jobs WHERE status = 'queued'
+                    ORDER BY id ASC LIMIT 1)
         RETURNING id, kind, args
     """, (WORKER,)).fetchone()
 

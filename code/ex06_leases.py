@@ -6,10 +6,11 @@
 #
 # Run it:   python3 ex06_leases.py reset
 #           python3 ex06_leases.py enqueue ann@example.com
-#           python3 ex06_leases.py work --crash-before-send     (or --crash-after-send)
+#           python3 ex06_leases.py work --crash-before-send
+#                                       (or --crash-after-send)
 #           python3 ex06_leases.py list
-#           python3 ex06_leases.py work                         (a healthy worker)
-#           python3 ex06_leases.py work --lease 1               (a lease shorter than the work)
+#           python3 ex06_leases.py work                (a healthy worker)
+#           python3 ex06_leases.py work --lease 1      (shorter than the work)
 
 import argparse
 import json
@@ -21,7 +22,7 @@ import time
 DATABASE = "ex06.db"
 OUTBOX = "outbox.txt"            # our pretend mail server: one line per email
 MAIL_SERVER_SECONDS = 2
-POLL_SECONDS = 0.1               # how long an idle worker waits before looking again
+POLL_SECONDS = 0.1               # how long an idle worker sleeps between looks
 LEASE_SECONDS = 3                # how long a claim lasts; the work takes 2 s
 WORKER = f"worker {os.getpid()}"  # the process id tells workers apart
 
@@ -30,10 +31,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     id            INTEGER PRIMARY KEY,
     status        TEXT NOT NULL DEFAULT 'queued', -- queued, running or done
     kind          TEXT NOT NULL,
-    args          TEXT NOT NULL,                  -- the job's arguments, as JSON
+    args          TEXT NOT NULL,                  -- its arguments, as JSON
     worker        TEXT,                           -- who claimed it last
-    attempts      INTEGER NOT NULL DEFAULT 0,     -- how many times it was claimed
-    locked_until  REAL                            -- when the current lease runs out
+    attempts      INTEGER NOT NULL DEFAULT 0,     -- how often it was claimed
+    locked_until  REAL                            -- when the lease runs out
 )
 """
 
@@ -83,8 +84,8 @@ def ack(db, job_id):
 
 
 def crash(moment):
-    print(f"{WORKER}: crashing {moment}!", flush=True)  # _exit skips flushing too
-    os._exit(1)                                         # no cleanup, no goodbye
+    print(f"{WORKER}: crashing {moment}!", flush=True)  # _exit would not flush
+    os._exit(1)                                         # no cleanup or goodbye
 
 
 def work(db, lease, crash_before_send=False, crash_after_send=False):
@@ -100,7 +101,8 @@ def work(db, lease, crash_before_send=False, crash_after_send=False):
             continue
         busy = True
         job_id, kind, args, attempts = job
-        print(f"{WORKER}: claimed job {job_id} (attempt {attempts}), lease {lease:g} s")
+        print(f"{WORKER}: claimed job {job_id} (attempt {attempts}), "
+              f"lease {lease:g} s")
         if crash_before_send:
             crash("before sending")
         HANDLERS[kind](**json.loads(args))               # 2. do
@@ -116,17 +118,20 @@ def show(db):
     print(" id  status   attempts  lease         worker")
     now = time.time()
     for job_id, status, attempts, locked_until, worker in db.execute(
-            "SELECT id, status, attempts, locked_until, worker FROM jobs ORDER BY id"):
+            "SELECT id, status, attempts, locked_until, worker FROM jobs "
+            "ORDER BY id"):
         lease = "-"
         if status == "running":
             left = locked_until - now
             lease = f"{left:.2f} s left" if left > 0 else "EXPIRED"
-        print(f"{job_id:3}  {status:7}  {attempts:8}  {lease:12}  {worker or '-'}")
+        print(f"{job_id:3}  {status:7}  {attempts:8}  {lease:12}  "
+              f"{worker or '-'}")
 
 
 def main(args):
     parser = argparse.ArgumentParser(description="A job queue with leases.")
-    parser.add_argument("command", choices=["enqueue", "list", "work", "reset"])
+    parser.add_argument("command",
+                        choices=["enqueue", "list", "work", "reset"])
     parser.add_argument("addresses", nargs="*", help="for enqueue")
     parser.add_argument("--lease", type=float, default=LEASE_SECONDS,
                         help="seconds a claim lasts (default %(default)s)")
@@ -144,7 +149,8 @@ def main(args):
         show(db)
     elif options.command == "work":
         try:
-            work(db, options.lease, options.crash_before_send, options.crash_after_send)
+            work(db, options.lease, options.crash_before_send,
+                 options.crash_after_send)
         except KeyboardInterrupt:
             print(f"\n{WORKER}: stopped")
     elif options.command == "reset":

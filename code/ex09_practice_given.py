@@ -22,8 +22,8 @@ import time
 
 import ex09_charge_worker as worker
 
-KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long (Stripe's API v1:
-                                 # at least 24 h)
+KEY_WINDOW_SECONDS = 24 * 3600   # the provider keeps a key this long
+                                 # (Stripe's API v1: at least 24 h)
 
 
 # ---- a provider to practise on
@@ -45,10 +45,10 @@ class Provider:
         self.clock = clock
         self.keys = {}                  # key -> (request, answer, when)
         self.busy = {}                  # key -> when its first request answers
-        self.charges = {}               # charge id -> {"key", "cents", "state"}
-        self.payments = []              # (when, cents, charge id): money that moved
+        self.charges = {}               # id -> {"key", "cents", "state"}
+        self.payments = []              # (when, cents, charge id): money moved
         self.declining = set()          # keys whose card is declined
-        self.events = []                # what it tells your webhook: a charge paid or declined
+        self.events = []                # for the webhook: paid or declined
         self.next_charge = first_charge
         self.calls = 0
 
@@ -59,7 +59,8 @@ class Provider:
     def charge(self, idempotency_key, timeout=None, **inputs):
         def create_and_pay():
             return self.pay(self.new_charge(idempotency_key, inputs))
-        return self.request(idempotency_key, ("charge", worker.digest(inputs)), create_and_pay)
+        return self.request(idempotency_key, ("charge", worker.digest(inputs)),
+                            create_and_pay)
 
     def confirm(self, charge_id, idempotency_key, timeout=None):
         return self.request(idempotency_key, ("confirm", charge_id),
@@ -88,12 +89,15 @@ class Provider:
     def request(self, key, request, do):
         self.calls += 1
         if self.clock() < self.busy.get(key, 0):
-            raise worker.Retryable(f"409 Conflict: a request with key {key} is in progress")
+            raise worker.Retryable(f"409 Conflict: a request with key {key} "
+                                   "is in progress")
         known = self.keys.get(key)
         if known and self.clock() - known[2] < KEY_WINDOW_SECONDS:
             if known[0] != request:
-                raise worker.Declined(f"provider: key {key} was first used for another request")
-            print(f"{'':13}provider: key {key} again: the same answer, {known[1]}")
+                raise worker.Declined(f"provider: key {key} was first used "
+                                      "for another request")
+            print(f"{'':13}provider: key {key} again: "
+                  f"the same answer, {known[1]}")
             return known[1]
         answer = do()
         self.keys[key] = (request, answer, self.clock())
@@ -119,9 +123,11 @@ class Provider:
             self.tell("charge.paid", charge_id)
             print(f"{'':13}provider: {charge_id} paid")
         elif charge["state"] == "paid":
-            print(f"{'':13}provider: {charge_id} was paid already: nothing more")
+            print(f"{'':13}provider: {charge_id} was paid already: "
+                  "nothing more")
         if charge["state"] != "paid":
-            print(f"{'':13}provider: {charge_id} is {charge['state']}: not paid")
+            print(f"{'':13}provider: {charge_id} is {charge['state']}: "
+                  "not paid")
             raise worker.Declined(f"{charge_id} is {charge['state']}")
         return charge_id
 
@@ -143,8 +149,8 @@ class RetryBudget:
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
-        self.requests = collections.deque()     # when each call was made, oldest first
-        self.retries = collections.deque()      # when each retry was allowed
+        self.requests = collections.deque()  # each call's time, oldest first
+        self.retries = collections.deque()   # when each retry was allowed
 
     def request(self):
         self.requests.append(self.clock())
@@ -153,7 +159,7 @@ class RetryBudget:
         now = self.clock()
         for times in (self.requests, self.retries):
             while times and times[0] < now - worker.BUDGET_WINDOW_SECONDS:
-                times.popleft()                 # older than the window: forgotten
+                times.popleft()              # older than the window: forgotten
         if len(self.retries) + 1 > worker.RETRY_RATIO * len(self.requests):
             return False
         self.retries.append(now)
@@ -165,7 +171,8 @@ def signed(event, secret, when):
     the body, and a header "t=TIME,v1=SIGNATURE", the signature being an
     HMAC-SHA256 with the endpoint's secret of TIME, a dot and the body."""
     body = json.dumps(event).encode()
-    signature = hmac.new(secret, f"{when:.0f}.".encode() + body, hashlib.sha256).hexdigest()
+    signature = hmac.new(secret, f"{when:.0f}.".encode() + body,
+                         hashlib.sha256).hexdigest()
     return body, f"t={when:.0f},v1={signature}"
 
 
@@ -232,15 +239,18 @@ class Stalled:
         answer = self.provider.confirm(charge_id, idempotency_key)
         clock = self.provider.clock
         self.provider.busy[idempotency_key] = clock() + self.seconds
-        waited = self.seconds if timeout is None else min(timeout, self.seconds)
+        waited = (self.seconds if timeout is None
+                  else min(timeout, self.seconds))
         self.open += 1
         try:
             clock.advance(waited)
         finally:
             self.open -= 1
         if waited < self.seconds:
-            print(f"{'':13}no answer within {timeout:g} s: the worker stops waiting")
-            raise worker.Retryable(f"no answer within {timeout:g} s")   # yet it paid
+            print(f"{'':13}no answer within {timeout:g} s: "
+                  "the worker stops waiting")
+            # it paid all the same
+            raise worker.Retryable(f"no answer within {timeout:g} s")
         return answer
 
 
@@ -289,19 +299,22 @@ class TakingTurns(Clock):
 
     def __init__(self):
         super().__init__()
-        self.turn = {}                  # a worker's thread -> the event that wakes it
+        self.turn = {}                  # thread -> the event that wakes it
 
     def run(self, *workers):
-        """Run each of `workers`, a function of no arguments, until all return."""
-        threads = [threading.Thread(target=self.take_turns, args=(work,), daemon=True)
+        """Run each of `workers`, a function of no arguments, until all
+        return."""
+        threads = [threading.Thread(target=self.take_turns, args=(work,),
+                                    daemon=True)
                    for work in workers]
         self.turn = {thread: threading.Event() for thread in threads}
-        self.wakes = dict.fromkeys(threads, self.now)     # thread -> when it runs next
+        self.wakes = dict.fromkeys(threads, self.now)  # thread -> its next run
         self.paused, self.failure = threading.Event(), None
         for thread in threads:
             thread.start()
         while self.wakes:
-            thread = min(self.wakes, key=lambda t: (self.wakes[t], threads.index(t)))
+            thread = min(self.wakes,
+                         key=lambda t: (self.wakes[t], threads.index(t)))
             self.now = max(self.now, self.wakes.pop(thread))
             self.paused.clear()
             self.turn[thread].set()
@@ -333,7 +346,8 @@ class TakingTurns(Clock):
 def charge_inputs(tenant, invoice, cents):
     """The inputs of a charge, as the worker expects them: in US dollars,
     the currency that Chapter 11's CURRENCY names."""
-    return {"tenant": tenant, "invoice": invoice, "amount_cents": cents, "currency": "usd"}
+    return {"tenant": tenant, "invoice": invoice, "amount_cents": cents,
+            "currency": "usd"}
 
 
 def replay_o7(clock, db, provider, dead, changed_id="O7"):
@@ -341,76 +355,88 @@ def replay_o7(clock, db, provider, dead, changed_id="O7"):
     before doing what it says; time is "" for a line that goes on from the
     one before. The provider prints what it does as it does it. The $60.00
     message comes under changed_id (Study Drill 1 gives it a new one)."""
-    o7 = {"id": worker.operation_id("North", "O7"), "inputs": charge_inputs("North", 7, 5000)}
+    o7 = {"id": worker.operation_id("North", "O7"),
+          "inputs": charge_inputs("North", 7, 5000)}
 
     def pay_then_crash(message, hours, minutes):
-        """W1 creates the charge, stores its id, confirms it, and dies a minute later."""
+        """W1 creates the charge, stores its id, confirms it, and dies a
+        minute later."""
         op_id, inputs = message["id"], message["inputs"]
         clock.set(1, hours, minutes)
+        amount = worker.dollars(inputs["amount_cents"])
         yield clock.stamp(), (f"W1 takes {op_id} (invoice {inputs['invoice']},"
-                              f" {worker.dollars(inputs['amount_cents'])}): creates a charge,"
-                              " stores its id, confirms it")
+                              f" {amount}): creates a charge, stores its id,"
+                              " confirms it")
         try:
-            worker.process(db, worker.CreateThenConfirm(db, CrashAfterPaying(provider), clock),
+            crashing = CrashAfterPaying(provider)
+            worker.process(db, worker.CreateThenConfirm(db, crashing, clock),
                            op_id, inputs, clock)
         except WorkerCrashed:
             clock.set(1, hours, minutes + 1)
-            yield clock.stamp(), (f"W1 crashes before it records the payment or"
-                                  f" acknowledges {op_id}")
+            yield clock.stamp(), ("W1 crashes before it records the payment"
+                                  f" or acknowledges {op_id}")
 
     def deliver(message):
-        return worker.deliver(db, worker.CreateThenConfirm(db, provider, clock), message, dead,
-                              clock=clock)
+        paying = worker.CreateThenConfirm(db, provider, clock)
+        return worker.deliver(db, paying, message, dead, clock=clock)
 
     yield from pay_then_crash(o7, 12, 0)
     clock.set(1, 12, 2)
-    yield clock.stamp(), (f"the queue delivers {o7['id']} again (at least once, as promised);"
-                          " W2 takes it")
+    yield clock.stamp(), (f"the queue delivers {o7['id']} again (at least "
+                          "once, as promised); W2 takes it")
     charge = deliver(o7)
     yield clock.stamp(), f"W2 records {charge} and acknowledges {o7['id']}"
-    yield "", (f"the provider saw {provider.calls} calls and made {len(provider.payments)}"
-               " charge")
+    yield "", (f"the provider saw {provider.calls} calls and made "
+               f"{len(provider.payments)} charge")
 
     clock.set(1, 12, 5)
     changed = {"id": worker.operation_id("North", changed_id),
                "inputs": dict(o7["inputs"], amount_cents=6000)}
     again = " again, now" if changed["id"] == o7["id"] else ","
+    amount = worker.dollars(changed["inputs"]["amount_cents"])
     yield clock.stamp(), (f"a message for {changed['id']} arrives{again} for"
-                          f" {worker.dollars(changed['inputs']['amount_cents'])}")
+                          f" {amount}")
     charge = deliver(changed)
     if charge is None:
-        yield clock.stamp(), f"W2 refuses it (Conflict) and parks it: {len(dead)} dead letter"
+        yield clock.stamp(), ("W2 refuses it (Conflict) and parks it: "
+                              f"{len(dead)} dead letter")
     else:
-        yield clock.stamp(), f"W2 records {charge} and acknowledges {changed['id']}"
+        yield clock.stamp(), (f"W2 records {charge} and acknowledges "
+                              f"{changed['id']}")
 
-    o8 = {"id": worker.operation_id("North", "O8"), "inputs": charge_inputs("North", 8, 2000)}
+    o8 = {"id": worker.operation_id("North", "O8"),
+          "inputs": charge_inputs("North", 8, 2000)}
     yield from pay_then_crash(o8, 12, 10)
     clock.set(2, 14, 0)
-    yield clock.stamp(), (f"{o8['id']} is delivered again, 26 hours later: the provider has"
-                          " forgotten its keys")
+    yield clock.stamp(), (f"{o8['id']} is delivered again, 26 hours later: "
+                          "the provider has forgotten its keys")
     charge = deliver(o8)
     yield clock.stamp(), f"W2 records {charge} and acknowledges {o8['id']}"
     (operations,) = db.execute("SELECT count(*) FROM operations").fetchone()
-    yield "", f"the provider made {len(provider.payments)} charges for {operations} operations"
+    yield "", (f"the provider made {len(provider.payments)} charges "
+               f"for {operations} operations")
 
 
 def print_o7(changed_id="O7"):
     clock = Clock()
     db = worker.open_db(":memory:")
-    for stamp, text in replay_o7(clock, db, Provider(clock, first_charge=9), [], changed_id):
+    provider = Provider(clock, first_charge=9)
+    for stamp, text in replay_o7(clock, db, provider, [], changed_id):
         print(f"{stamp:13}{text}")
 
 
 CRASH_POINTS = {"before-call": "before the call",
                 "after-commit": "after the provider's commit",
-                "after-record": "after it recorded the charge, before it acknowledged"}
+                "after-record":
+                    "after it recorded the charge, before it acknowledged"}
 
 
 def replay_crash(point):
     """W1 dies at one of the three points; W2 gets the operation again."""
     clock = Clock()
     db, provider = worker.open_db(":memory:"), Provider(clock)
-    o7 = {"id": worker.operation_id("North", "O7"), "inputs": charge_inputs("North", 7, 5000)}
+    o7 = {"id": worker.operation_id("North", "O7"),
+          "inputs": charge_inputs("North", 7, 5000)}
     w1_db, w1_provider = db, provider
     if point == "before-call":
         w1_provider = CrashBeforeCall()
@@ -418,18 +444,22 @@ def replay_crash(point):
         w1_provider = CrashAfterPaying(provider)
     else:
         w1_db = CrashAfterRecord(db)
-    print(f"W1 takes {o7['id']} ({worker.dollars(o7['inputs']['amount_cents'])}), stores it as"
-          " started, and goes to call the provider")
+    amount = worker.dollars(o7["inputs"]["amount_cents"])
+    print(f"W1 takes {o7['id']} ({amount}), stores it as started, "
+          "and goes to call the provider")
     try:
-        worker.process(w1_db, worker.CreateThenConfirm(w1_db, w1_provider, clock), o7["id"],
-                       o7["inputs"], clock)
+        worker.process(w1_db,
+                       worker.CreateThenConfirm(w1_db, w1_provider, clock),
+                       o7["id"], o7["inputs"], clock)
     except WorkerCrashed:
-        state, charge = db.execute("SELECT state, charge_id FROM operations WHERE id = ?",
-                                   (o7["id"],)).fetchone()
-        print(f"W1 crashes {CRASH_POINTS[point]}; our record: {state}, charge {charge or 'none'}")
+        state, charge = db.execute(
+            "SELECT state, charge_id FROM operations WHERE id = ?",
+            (o7["id"],)).fetchone()
+        print(f"W1 crashes {CRASH_POINTS[point]}; our record: {state}, "
+              f"charge {charge or 'none'}")
     print(f"the queue delivers {o7['id']} again; W2 takes it")
-    charge = worker.deliver(db, worker.CreateThenConfirm(db, provider, clock), o7, [],
-                            clock=clock)
+    charge = worker.deliver(db, worker.CreateThenConfirm(db, provider, clock),
+                            o7, [], clock=clock)
     print(f"W2 acknowledges {o7['id']} with charge {charge}")
     calls = f"{provider.calls} call{'s' * (provider.calls > 1)}"
     print(f"the provider saw {calls} and made {len(provider.payments)} charge"
@@ -442,8 +472,8 @@ def show_admission():
 
     def submit(tenant, client_id, again=""):
         try:
-            state, _ = worker.admit(db, tenant, client_id, charge_inputs(tenant, client_id, 1000),
-                                    clock)
+            inputs = charge_inputs(tenant, client_id, 1000)
+            state, _ = worker.admit(db, tenant, client_id, inputs, clock)
             print(f"{tenant} submits {client_id}{again}: {state}")
         except worker.Refused as refusal:
             print(f"{tenant} submits {client_id}{again}: refused: {refusal}")
@@ -457,9 +487,9 @@ def show_admission():
 
     print(f"each tenant may have {worker.MAX_RUNNING} operations running"
           f" and {worker.MAX_WAITING} waiting")
-    for number in range(1, worker.MAX_WAITING + 3):              # two more than may wait
+    for number in range(1, worker.MAX_WAITING + 3):  # two more than may wait
         submit("North", f"N{number}")
-    submit("North", "N1", " again")                       # answered, not queued twice
+    submit("North", "N1", " again")                  # answered, not queued
     running = [start("North") for _ in range(worker.MAX_RUNNING)]
     start("North")
     submit("South", "N1")
@@ -474,16 +504,19 @@ def show_admission():
 
 
 def why(db, tenant, client_id):
-    """The reason an operation's record keeps: why it ended as it did, or was put back."""
+    """The reason an operation's record keeps: why it ended as it did, or
+    was put back."""
+    op_id = worker.operation_id(tenant, client_id)
     (reason,) = db.execute("SELECT last_error FROM work WHERE id = ?",
-                           (worker.operation_id(tenant, client_id),)).fetchone()
+                           (op_id,)).fetchone()
     return f"; why: {reason}" if reason else ""
 
 
 def print_status(db, tenant, client_ids):
     for client_id in client_ids:
         state, charge = worker.status(db, tenant, client_id)
-        print(f"status of {client_id}: {state}, charge {charge}{why(db, tenant, client_id)}")
+        print(f"status of {client_id}: {state}, charge {charge}"
+              f"{why(db, tenant, client_id)}")
 
 
 def show_cancel():
@@ -491,21 +524,24 @@ def show_cancel():
     db, provider = worker.open_db(":memory:"), Provider(clock)
     provider.declining.add(worker.operation_id("North", "P2"))
     for client_id in ("P1", "P2", "P3", "P4", "P5"):
-        worker.admit(db, "North", client_id, charge_inputs("North", client_id, 1000), clock)
-    print("the worker runs P1; P2, whose card is declined; P3, while the provider stalls;"
-          " P4 starts; P5 waits")
+        worker.admit(db, "North", client_id,
+                     charge_inputs("North", client_id, 1000), clock)
+    print("the worker runs P1; P2, whose card is declined; P3, while the "
+          "provider stalls; P4 starts; P5 waits")
     worker.work_one(db, provider, "North", clock=clock)
     worker.work_one(db, provider, "North", clock=clock)
     worker.work_one(db, Stalled(provider, 600), "North", clock=clock)
     p4 = worker.start_next(db, "North", clock)
     print_status(db, "North", ("P1", "P2", "P3", "P4", "P5"))
-    for tenant, client_id in (("North", "P5"), ("North", "P5"), ("North", "P4"),
-                              ("North", "P3"), ("North", "P2"), ("North", "P1"),
-                              ("North", "P9"), ("South", "P1")):
-        print(f"{tenant} cancels {client_id}: {worker.cancel(db, tenant, client_id)}")
+    asks = (("North", "P5"), ("North", "P5"), ("North", "P4"), ("North", "P3"),
+            ("North", "P2"), ("North", "P1"), ("North", "P9"), ("South", "P1"))
+    for tenant, client_id in asks:
+        answer = worker.cancel(db, tenant, client_id)
+        print(f"{tenant} cancels {client_id}: {answer}")
     worker.see_through(db, provider, p4, clock)
     state, charge = worker.status(db, "North", "P4")
-    print(f"the worker takes P4 to its gate, before any call: {state}, charge {charge}")
+    print("the worker takes P4 to its gate, before any call: "
+          f"{state}, charge {charge}")
 
 
 def show_deadline():
@@ -515,35 +551,39 @@ def show_deadline():
     worker.admit(db, "North", "O9", charge_inputs("North", 9, 3000), clock)
     print(f"a start must be over within {worker.DEADLINE_SECONDS} s;"
           f" today the provider answers after {stalled.seconds} s")
-    print(f"W1 starts {worker.operation_id('North', 'O9')} and calls the provider")
+    print(f"W1 starts {worker.operation_id('North', 'O9')} "
+          "and calls the provider")
     worker.work_one(db, stalled, "North", clock=clock)
     print(f"W1 gives its slot back after {clock():g} s")
     print_status(db, "North", ("O9",))
     clock.advance(30)
     oldest = worker.settle(db, provider, clock)
-    print(f"after {clock():g} s, the reconciler finds the oldest unknown charge {oldest:g} s"
-          f" old, and waits")
+    print(f"after {clock():g} s, the reconciler finds the oldest unknown "
+          f"charge {oldest:g} s old, and waits")
     clock.advance(worker.SETTLE_AFTER_SECONDS)
-    print(f"after {clock():g} s, it asks the provider about every charge unknown for"
-          f" {worker.SETTLE_AFTER_SECONDS} s")
+    print(f"after {clock():g} s, it asks the provider about every charge "
+          f"unknown for {worker.SETTLE_AFTER_SECONDS} s")
     oldest = worker.settle(db, provider, clock)
     print_status(db, "North", ("O9",))
-    print(f"unknown charges left: {'none' if oldest == 0 else f'the oldest {oldest:g} s old'}")
+    left = "none" if oldest == 0 else f"the oldest {oldest:g} s old"
+    print(f"unknown charges left: {left}")
 
 
 def show_budget():
-    print("the provider is down; 100 charges arrive, one every 0.5 s, each allowed 5 tries")
+    print("the provider is down; 100 charges arrive, one every 0.5 s, "
+          "each allowed 5 tries")
     for budget_on in (False, True):
         clock, outage, given_up, put_back = Clock(), Outage(), 0, 0
         budget = RetryBudget(clock) if budget_on else None
         rng = random.Random(1)
         for number in range(100):
             clock.now = max(clock.now, number * 0.5)
-            message = {"id": f"M{number}", "inputs": charge_inputs("North", number, 100)}
+            message = {"id": f"M{number}",
+                       "inputs": charge_inputs("North", number, 100)}
             try:
-                if worker.deliver(worker.open_db(":memory:"), outage, message, [],
-                                  sleep=clock.advance, budget=budget, rng=rng,
-                                  clock=clock) is None:
+                db = worker.open_db(":memory:")
+                if worker.deliver(db, outage, message, [], sleep=clock.advance,
+                                  budget=budget, rng=rng, clock=clock) is None:
                     given_up += 1
             except worker.RetryLater:
                 put_back += 1
@@ -551,29 +591,33 @@ def show_budget():
                 else "without a retry budget")
         print(f"{name}: {outage.calls} calls to the provider,"
               f" {outage.calls - 100} of them retries;"
-              f" {given_up} given up after 5 tries, {put_back} put back at once")
+              f" {given_up} given up after 5 tries,"
+              f" {put_back} put back at once")
 
 
 def show_spend():
     clock = Clock()
     provider = Provider(clock)
     if os.path.exists("spend.db"):
-        os.remove("spend.db")                           # each run starts afresh
-    workers = {"W1": worker.open_db("spend.db"),          # two connections
+        os.remove("spend.db")                      # each run starts afresh
+    workers = {"W1": worker.open_db("spend.db"),   # two connections
                "W2": worker.open_db("spend.db")}
-    print(f"the service may charge {worker.dollars(worker.MAX_CENTS_PER_HOUR)} an hour,"
-          " across all tenants; W1 and W2 count it in spend.db")
+    hourly = worker.dollars(worker.MAX_CENTS_PER_HOUR)
+    print(f"the service may charge {hourly} an hour, across all tenants; "
+          "W1 and W2 count it in spend.db")
     clock.set(1, 11, 55)
     for number, tenant in ((1, "North"), (2, "South"), (3, "North")):
-        worker.admit(workers["W1"], tenant, f"B{number}", charge_inputs(tenant, number, 20000),
-                     clock)
-    for hours, minutes, name, tenant in ((12, 0, "W1", "North"), (12, 10, "W2", "South"),
-                                         (12, 20, "W1", "North"), (13, 0, "W2", "North")):
+        worker.admit(workers["W1"], tenant, f"B{number}",
+                     charge_inputs(tenant, number, 20000), clock)
+    turns = ((12, 0, "W1", "North"), (12, 10, "W2", "South"),
+             (12, 20, "W1", "North"), (13, 0, "W2", "North"))
+    for hours, minutes, name, tenant in turns:
         clock.set(1, hours, minutes)
         db = workers[name]
-        op_id, inputs = db.execute("SELECT id, inputs FROM work WHERE tenant = ?"
-                                   " AND state = 'waiting' ORDER BY rowid LIMIT 1",
-                                   (tenant,)).fetchone()
+        op_id, inputs = db.execute(
+            "SELECT id, inputs FROM work WHERE tenant = ?"
+            " AND state = 'waiting' ORDER BY rowid LIMIT 1",
+            (tenant,)).fetchone()
         print(f"{clock.stamp()}  {name} runs {op_id}"
               f" ({worker.dollars(json.loads(inputs)['amount_cents'])})")
         try:
@@ -600,11 +644,15 @@ def run_outage(trouble, budget_on, seed=1):
     def now_provider():
         if clock() < 600:
             return troubled
-        counts.setdefault("calls in trouble", troubled.calls)   # the first call after it
+        # counted at the first call after the trouble
+        counts.setdefault("calls in trouble", troubled.calls)
         return provider
 
-    while clock() < 1800 or db.execute("SELECT count(*) FROM work"
-                                      " WHERE state IN ('waiting', 'running')").fetchone()[0]:
+    def unfinished():
+        return db.execute("SELECT count(*) FROM work WHERE state"
+                          " IN ('waiting', 'running')").fetchone()[0]
+
+    while clock() < 1800 or unfinished():
         if clock() > 8 * 3600:
             raise RuntimeError("still waiting after 8 hours")
         while clock() >= next_submit and clock() < 1800:
@@ -618,30 +666,34 @@ def run_outage(trouble, budget_on, seed=1):
             next_submit += 5
         for tenant in tenants:
             with contextlib.suppress(worker.RetryLater, worker.OverBudget):
-                worker.work_one(db, now_provider(), tenant, clock=clock, rng=rng,
-                                sleep=clock.advance, budget=budget)
+                worker.work_one(db, now_provider(), tenant, clock=clock,
+                                rng=rng, sleep=clock.advance, budget=budget)
         if clock() >= next_settle:
             worker.settle(db, now_provider(), clock)
             next_settle += 60
         clock.advance(1)
     counts.update(state for (state,) in db.execute("SELECT state FROM work"))
-    paid = [provider.charges[charge_id]["key"] for charge_id in provider.paid()]
-    counts["paid"], counts["paid twice"] = len(paid), len(paid) - len(set(paid))
+    paid = [provider.charges[charge_id]["key"]
+            for charge_id in provider.paid()]
+    counts["paid"] = len(paid)
+    counts["paid twice"] = len(paid) - len(set(paid))
     return counts
 
 
 def show_outage():
-    print("3 tenants each charge $0.25 every 5 s for 30 min; the provider is in trouble for"
-          " the first 10")
+    print("3 tenants each charge $0.25 every 5 s for 30 min; "
+          "the provider is in trouble for the first 10")
     for trouble, words in (("down", "down: a 503 for every call"),
                            ("slow", "slow: it pays, then answers after 45 s")):
         print(words)
         for budget_on in (False, True):
-            with contextlib.redirect_stdout(io.StringIO()):     # the provider's chatter
+            # the provider's chatter, not shown
+            with contextlib.redirect_stdout(io.StringIO()):
                 counts = run_outage(trouble, budget_on)
             print(f"  retry budget {'on: ' if budget_on else 'off:'}"
-                  f" {counts['calls in trouble']:3} calls in trouble; {counts['admitted']} admitted,"
-                  f" {counts['done']} done, {counts['paid']} paid, {counts['paid twice']} twice,"
+                  f" {counts['calls in trouble']:3} calls in trouble;"
+                  f" {counts['admitted']} admitted, {counts['done']} done,"
+                  f" {counts['paid']} paid, {counts['paid twice']} twice,"
                   f" {counts['dead']} dead")
 
 
@@ -656,23 +708,25 @@ def show_workload():
     stalled, began, out = Stalled(provider, 45), clock(), sys.stdout
     arrived, ended, done = {}, {}, threading.Event()
     if os.path.exists("workload.db"):
-        os.remove("workload.db")                        # each run starts afresh
+        os.remove("workload.db")                   # each run starts afresh
 
-    def connect():                  # each worker its own connection, as a process would
+    def connect():                  # a connection of its own, as a process has
         return contextlib.closing(worker.open_db("workload.db"))
 
     def say(text):
         seconds = int(clock()) % 86400
-        print(f"{seconds // 3600:02}:{seconds // 60 % 60:02}:{seconds % 60:02}  {text}",
-              file=out)                                 # past the provider's chatter
+        hours, minutes = seconds // 3600, seconds // 60 % 60
+        print(f"{hours:02}:{minutes:02}:{seconds % 60:02}  {text}",
+              file=out)                         # past the provider's chatter
 
-    def provider_for(tenant):       # North's charges go through a bank that stalls
-        return stalled if tenant == "North" and clock() < began + 120 else provider
+    def provider_for(tenant):       # North's charges meet a bank that stalls
+        stalling = tenant == "North" and clock() < began + 120
+        return stalled if stalling else provider
 
     def submit(db, tenant, client_id, cents):
         try:
-            answer = worker.admit(db, tenant, client_id,
-                                  charge_inputs(tenant, client_id, cents), clock)
+            inputs = charge_inputs(tenant, client_id, cents)
+            answer = worker.admit(db, tenant, client_id, inputs, clock)
         except worker.Refused as refusal:
             return f"refused: {refusal}"
         arrived.setdefault(worker.operation_id(tenant, client_id), clock())
@@ -680,54 +734,67 @@ def show_workload():
 
     def client():
         with connect() as db:
-            say(f"North asks for $5,000.00: {submit(db, 'North', 'X1', 500000)}")
-            answers = [submit(db, "North", f"B{number}", 2000) for number in range(1, 9)]
+            answer = submit(db, "North", "X1", 500000)
+            say(f"North asks for $5,000.00: {answer}")
+            answers = [submit(db, "North", f"B{number}", 2000)
+                       for number in range(1, 9)]
             say("North sends a bulk run of 8 charges of $20.00, B1 to B8:")
             for answer, times in collections.Counter(answers).items():
                 say(f"  {times} of them: {answer}")
             for client_id in ("S1", "S2", "S3", "S4", "S5", "S6"):
                 clock.advance(10)
-                say(f"South sends {client_id}, $5.00: {submit(db, 'South', client_id, 500)}")
+                answer = submit(db, "South", client_id, 500)
+                say(f"South sends {client_id}, $5.00: {answer}")
                 if client_id == "S2":
-                    say(f"North sends B1 again: {submit(db, 'North', 'B1', 2000)}")
+                    answer = submit(db, "North", "B1", 2000)
+                    say(f"North sends B1 again: {answer}")
                 if client_id == "S3":
                     for client_id in ("B5", "B2"):
-                        say(f"North cancels {client_id}: {worker.cancel(db, 'North', client_id)}")
+                        answer = worker.cancel(db, "North", client_id)
+                        say(f"North cancels {client_id}: {answer}")
 
     def count(db, sql, *params):
         return db.execute(f"SELECT count(*) FROM {sql}", params).fetchone()[0]
 
     def slots(db):
-        return [f"{count(db, 'work WHERE tenant = ? AND state = ?', tenant, state)}"
+        return [str(count(db, "work WHERE tenant = ? AND state = ?",
+                          tenant, state))
                 for state in ("running", "waiting") for tenant in tenants]
 
     def observe():
         with connect() as db:
-            print("time      running  waiting  calls open  rows stored  calls made  paid",
-                  file=out)
+            print("time      running  waiting  calls open  rows stored"
+                  "  calls made  paid", file=out)
             while not done.is_set():
-                for op_id, state in db.execute("SELECT id, state FROM work WHERE state"
-                                               " NOT IN ('waiting', 'running')"):
+                for op_id, state in db.execute(
+                        "SELECT id, state FROM work"
+                        " WHERE state NOT IN ('waiting', 'running')"):
                     ended.setdefault(op_id, (state, clock()))
                 now = slots(db)
-                if clock() - began > 60 and now == ["0"] * 4 and not stalled.open:
-                    done.set()                          # everything over: back to the start
+                if (clock() - began > 60 and now == ["0"] * 4
+                        and not stalled.open):
+                    done.set()                  # all over: back to the start
                 if (clock() - began) % 30 == 0 or done.is_set():
+                    rows = count(db, "work") + count(db, "operations")
                     say(f"{now[0] + '/' + now[1]:>7}{now[2] + '/' + now[3]:>9}"
-                        f"{stalled.open:12}{count(db, 'work') + count(db, 'operations'):13}"
+                        f"{stalled.open:12}{rows:13}"
                         f"{provider.calls:12}{len(provider.payments):6}")
                 clock.advance(1)
                 if clock() - began > 3600:
-                    raise RuntimeError("the workload is not over after an hour")
+                    raise RuntimeError(
+                        "the workload is not over after an hour")
 
     def work():
         with connect() as db:
             while not done.is_set():
                 busy = False
                 for tenant in tenants:
-                    with contextlib.suppress(worker.RetryLater, worker.OverBudget):
-                        busy |= worker.work_one(db, provider_for(tenant), tenant, clock=clock,
-                                                rng=rng, sleep=clock.advance) is not None
+                    with contextlib.suppress(worker.RetryLater,
+                                             worker.OverBudget):
+                        took = worker.work_one(
+                            db, provider_for(tenant), tenant, clock=clock,
+                            rng=rng, sleep=clock.advance)
+                        busy |= took is not None
                 if not busy:
                     clock.advance(1)
 
@@ -737,22 +804,30 @@ def show_workload():
                 clock.advance(60)
                 worker.settle(db, provider, clock)
 
-    print(f"3 workers serve North and South, each tenant {worker.MAX_RUNNING} running and"
+    print(f"3 workers serve North and South, each tenant "
+          f"{worker.MAX_RUNNING} running and"
           f" {worker.MAX_WAITING} waiting at most")
-    print("for the first 2 minutes, the provider answers North's charges after 45 s")
-    print("(running and waiting: North's/South's; calls open: calls waiting for an answer)")
-    with contextlib.redirect_stdout(io.StringIO()):     # the provider's chatter
+    print("for the first 2 minutes, the provider answers North's charges "
+          "after 45 s")
+    print("(running and waiting: North's/South's; "
+          "calls open: calls waiting for an answer)")
+    with contextlib.redirect_stdout(io.StringIO()):  # the provider's chatter
         clock.run(observe, client, work, work, work, reconcile)
     for tenant in tenants:
-        mine = {op_id: ended[op_id] for op_id in arrived if op_id.startswith(tenant + "/")}
+        mine = {op_id: ended[op_id] for op_id in arrived
+                if op_id.startswith(tenant + "/")}
         states = collections.Counter(state for state, _ in mine.values())
-        slowest = max(when - arrived[op_id] for op_id, (state, when) in mine.items()
+        slowest = max(when - arrived[op_id]
+                      for op_id, (state, when) in mine.items()
                       if state == "done")
         print(f"{tenant}: {len(mine)} admitted, "
-              + ", ".join(f"{times} {state}" for state, times in states.items())
+              + ", ".join(f"{times} {state}"
+                          for state, times in states.items())
               + f"; the slowest done {slowest:g} s after it came")
-    paid = [provider.charges[charge_id]["key"] for charge_id in provider.paid()]
-    print(f"the provider paid {len(paid)} charges, {len(paid) - len(set(paid))} of them twice")
+    paid = [provider.charges[charge_id]["key"]
+            for charge_id in provider.paid()]
+    print(f"the provider paid {len(paid)} charges, "
+          f"{len(paid) - len(set(paid))} of them twice")
 
 
 def show_webhooks(receive, secret):
@@ -764,46 +839,53 @@ def show_webhooks(receive, secret):
     db, provider = worker.open_db(":memory:"), Provider(clock)
     provider.declining.add(worker.operation_id("North", "W2"))
     for client_id in ("W1", "W2", "W3", "W4"):
-        worker.admit(db, "North", client_id, charge_inputs("North", client_id, 1000), clock)
+        worker.admit(db, "North", client_id,
+                     charge_inputs("North", client_id, 1000), clock)
 
     def post(event, secret=secret, signed_at=None):
-        body, header = signed(event, secret, clock() if signed_at is None else signed_at)
+        when = clock() if signed_at is None else signed_at
+        body, header = signed(event, secret, when)
         try:
             answer = receive(db, body, header, clock)
-        except Exception as refusal:                    # the endpoint answers 400
+        except Exception as refusal:            # the endpoint answers 400
             answer = f"refused: {refusal}"
         print(f"{clock.stamp()}  {event['id']} ({event['type']},"
               f" {event['charge']['operation']}): {answer}")
 
-    with contextlib.redirect_stdout(io.StringIO()):     # the provider's chatter
-        worker.work_one(db, provider, "North", clock=clock)                 # W1: paid
-        worker.work_one(db, provider, "North", clock=clock)                 # W2: declined
-        worker.work_one(db, Stalled(provider, 600), "North", clock=clock)   # W3: paid, unheard
-        worker.work_one(db, Outage(), "North", clock=clock, attempts=1)    # W4: not paid
+    with contextlib.redirect_stdout(io.StringIO()):  # the provider's chatter
+        # W1 is paid; W2 declined; W3 paid, its answer unheard; W4 not paid
+        worker.work_one(db, provider, "North", clock=clock)
+        worker.work_one(db, provider, "North", clock=clock)
+        worker.work_one(db, Stalled(provider, 600), "North", clock=clock)
+        worker.work_one(db, Outage(), "North", clock=clock, attempts=1)
     paid, declined, unheard = provider.events
     print_status(db, "North", ("W1", "W2", "W3", "W4"))
     post(unheard)
     post(paid)
     post(paid)
     post(declined)
-    post({"id": "evt_9", "type": "charge.paid", "created": clock(),      # forged, for W4
-          "charge": {"id": "C99", "operation": "North/W4", "cents": 1000}},
-         secret=b"not the secret")
+    forged = {"id": "evt_9", "type": "charge.paid", "created": clock(),
+              "charge": {"id": "C99", "operation": "North/W4", "cents": 1000}}
+    post(forged, secret=b"not the secret")
     clock.advance(3600)
     post(paid, signed_at=paid["created"])
     print_status(db, "North", ("W1", "W2", "W3", "W4"))
 
 
 def main():
-    commands = {"o7": print_o7, "admission": show_admission, "cancel": show_cancel,
-                "deadline": show_deadline, "budget": show_budget, "spend": show_spend,
-                "outage": show_outage, "workload": show_workload, "crash": replay_crash}
-    parser = argparse.ArgumentParser(description="Replays of Exercise 9's worked cases.")
+    commands = {"o7": print_o7, "admission": show_admission,
+                "cancel": show_cancel, "deadline": show_deadline,
+                "budget": show_budget, "spend": show_spend,
+                "outage": show_outage, "workload": show_workload,
+                "crash": replay_crash}
+    parser = argparse.ArgumentParser(
+        description="Replays of Exercise 9's worked cases.")
     parser.add_argument("command", choices=commands)
     parser.add_argument("point", nargs="?", choices=CRASH_POINTS,
                         help="for crash: where W1 dies")
     parser.add_argument("--changed-id", default="O7", metavar="ID",
-                        help="for o7: the id the $60.00 message comes under (Study Drill 1)")
+                        help="for o7: the id the $60.00 message comes under "
+                             "(Study Drill 1)")
     args = parser.parse_args()
     if args.command == "o7":
         print_o7(args.changed_id)

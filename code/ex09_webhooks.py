@@ -12,8 +12,8 @@ import time
 
 import ex09_charge_worker as worker
 
-SECRET = b"whsec_practice"       # the endpoint's signing secret, shared with the provider
-TOLERANCE_SECONDS = 300          # an event signed longer ago than this is refused
+SECRET = b"whsec_practice"       # signing secret, shared with the provider
+TOLERANCE_SECONDS = 300          # refused if signed longer ago than this
 
 INBOX = """
 CREATE TABLE IF NOT EXISTS inbox (
@@ -29,10 +29,11 @@ class Rejected(Exception):
 def verify(body, header, clock=time.time):
     """The event in `body`, if `header` ("t=TIME,v1=SIGNATURE") signs it: an
     HMAC-SHA256, with SECRET, of TIME, a dot and the body as it was sent."""
-    fields = dict(part.split("=", 1) for part in header.split(",") if "=" in part)
+    fields = dict(part.split("=", 1)
+                  for part in header.split(",") if "=" in part)
     expected = hmac.new(SECRET, fields.get("t", "").encode() + b"." + body,
                         hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected, fields.get("v1", "")):   # in constant time
+    if not hmac.compare_digest(expected, fields.get("v1", "")):  # not ==
         raise Rejected("the signature does not match")
     if int(fields["t"]) < clock() - TOLERANCE_SECONDS:
         raise Rejected("signed too long ago: a replay")
@@ -45,8 +46,9 @@ def receive(db, body, header, clock=time.time):
     event = verify(body, header, clock)
     db.execute(INBOX)
     with worker.transaction(db):
-        if not db.execute("INSERT INTO inbox (event_id, received_at) VALUES (?, ?)"
-                          " ON CONFLICT DO NOTHING", (event["id"], clock())).rowcount:
+        if not db.execute("INSERT INTO inbox (event_id, received_at)"
+                          " VALUES (?, ?) ON CONFLICT DO NOTHING",
+                          (event["id"], clock())).rowcount:
             return "seen before: nothing done"
         return apply(db, event)
 
@@ -58,9 +60,10 @@ def apply(db, event):
     again later."""
     charge = event["charge"]
     state = "charged" if event["type"] == "charge.paid" else "failed"
-    changed = db.execute("UPDATE operations SET state = ?, charge_id = coalesce(charge_id, ?)"
-                         " WHERE id = ? AND state = 'started'",
-                         (state, charge["id"], charge["operation"])).rowcount
+    changed = db.execute(
+        "UPDATE operations SET state = ?, charge_id = coalesce(charge_id, ?)"
+        " WHERE id = ? AND state = 'started'",
+        (state, charge["id"], charge["operation"])).rowcount
     if not changed:
         known = db.execute("SELECT state FROM operations WHERE id = ?",
                            (charge["operation"],)).fetchone()
@@ -70,10 +73,11 @@ def apply(db, event):
     db.execute("UPDATE work SET state = ?, last_error = ? WHERE id = ?"
                " AND state IN ('waiting', 'dead')",
                ("done" if state == "charged" else "failed",
-                f"settled by the provider's event {event['id']}", charge["operation"]))
+                f"settled by the provider's event {event['id']}",
+                charge["operation"]))
     return f"recorded: {charge['operation']} {state}"
 
 
 if __name__ == "__main__":
-    import ex09_practice_given          # the replay: given, downloaded, not typed
+    import ex09_practice_given  # the replay: given, downloaded, not typed
     ex09_practice_given.show_webhooks(receive, SECRET)

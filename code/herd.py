@@ -38,24 +38,26 @@ def wait(policy, failures, last, base, cap, dice):
 def contend(policy, clients=100, base=0.005, cap=2.0, seed=1):
     """Every write, in the order it arrived: (time, client, taken)."""
     dice = random.Random(seed)
-    due = [(0.0, client) for client in range(clients)]   # all first writes at once
+    due = [(0.0, client) for client in range(clients)]   # all start at once
     failures = [0] * clients
     last = [base] * clients
     written_at = -1.0            # when a write was last taken: none yet
     calls = []
     while due:
-        now, client = heapq.heappop(due)                 # the earliest write next
-        read_at = now - ROUND_TRIP_SECONDS               # when this client read
+        now, client = heapq.heappop(due)                 # the earliest write
+        read_at = now - ROUND_TRIP_SECONDS               # when the client read
         taken = written_at < read_at                     # nobody wrote since
         calls.append((now, client, taken))
         if taken:
             written_at = now
         else:
             failures[client] += 1
-            last[client] = wait(policy, failures[client], last[client], base, cap, dice)
+            last[client] = wait(policy, failures[client], last[client],
+                                base, cap, dice)
             # half a round trip to hear no, the wait, half to read again,
             # and a whole round trip more until the next write arrives
-            heapq.heappush(due, (now + last[client] + 2 * ROUND_TRIP_SECONDS, client))
+            next_write = now + last[client] + 2 * ROUND_TRIP_SECONDS
+            heapq.heappush(due, (next_write, client))
     return calls
 
 
@@ -64,7 +66,8 @@ def summary(calls):
     most sent at one instant after the first."""
     at_once = collections.Counter(time for time, _, _ in calls if time > 0)
     end = max(time for time, _, taken in calls if taken)
-    return {"calls": len(calls), "seconds": end, "in_step": max(at_once.values(), default=0)}
+    return {"calls": len(calls), "seconds": end,
+            "in_step": max(at_once.values(), default=0)}
 
 
 def shown(seconds):
@@ -79,18 +82,22 @@ def print_table(runs):
     """A line for each policy's run: {policy: its summary()}."""
     print(f" {'policy':24} {'calls':>7} {'time':>10}  {'in step':>7}")
     for policy, run in runs.items():
-        print(f" {POLICIES[policy]:24} {run['calls']:7,} {shown(run['seconds']):>10}"
-              f"  {run['in_step']:7}")
+        print(f" {POLICIES[policy]:24} {run['calls']:7,} "
+              f"{shown(run['seconds']):>10}  {run['in_step']:7}")
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Clients that back off, with and without jitter.")
+    parser = argparse.ArgumentParser(
+        description="Clients that back off, with and without jitter.")
     parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--base", type=float, default=0.005, help="first wait, in seconds")
-    parser.add_argument("--cap", type=float, default=2.0, help="longest wait, in seconds")
+    parser.add_argument("--base", type=float, default=0.005,
+                        help="first wait, in seconds")
+    parser.add_argument("--cap", type=float, default=2.0,
+                        help="longest wait, in seconds")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    print_table({policy: summary(contend(policy, args.clients, args.base, args.cap, args.seed))
+    print_table({policy: summary(contend(policy, args.clients, args.base,
+                                         args.cap, args.seed))
                  for policy in POLICIES})
 
 

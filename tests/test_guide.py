@@ -77,6 +77,22 @@ def test_the_guide_includes_every_exercise():
             if not p.stem.endswith("_given")} <= included
 
 
+WIDEST_LINE = 79       # PEP 8's limit, and what a page of print or PDF holds
+
+
+def test_every_line_of_code_fits_in_79_columns():
+    """Every line of every Python file in code/, typed or given, is at most
+    79 characters long, so a listing is wrapped where the reader types it,
+    never by the page, and never scrolls sideways in print or in the PDF."""
+    too_long = [f"code/{path.relative_to(CODE).as_posix()}:{number}: {len(line)} characters"
+                for path in sorted(CODE.rglob("*.py"))
+                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if len(line) > WIDEST_LINE]
+    if too_long:                 # every one, where an assert's message would be cut short
+        pytest.fail(f"{len(too_long)} lines of code/ are longer than {WIDEST_LINE} characters:\n"
+                    + "\n".join(too_long), pytrace=False)
+
+
 def included_lines(path):
     """The lines of code/PATH that the guide's listings show, counting from 1."""
     shown = set()

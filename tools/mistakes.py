@@ -167,8 +167,8 @@ MISTAKES = [
         stops_at=("python3 ex04_durable_queue.py list",)),
 
     Mistake("ex04_durable_queue.py", "claim takes running jobs too, not only queued ones", [
-        ("\"SELECT id, kind, args FROM jobs WHERE status = 'queued' \"",
-         "\"SELECT id, kind, args FROM jobs WHERE status IN ('queued', 'running') \"")],
+        ("\"WHERE status = 'queued' \"",
+         "\"WHERE status IN ('queued', 'running') \"")],
         hint="Look at the `WHERE` in `claim()`: which statuses may a job have to be claimed?",
         # A race: if the Break It's Ctrl-C stops the second worker before it claims,
         # that transcript shows nothing wrong.
@@ -187,10 +187,12 @@ MISTAKES = [
     Mistake("ex05_two_workers.py", "a claim in two steps, a read then a write", [('''\
     return db.execute("""
         UPDATE jobs SET worker = ?, status = 'running'
-        WHERE id = (SELECT id FROM jobs WHERE status = 'queued' ORDER BY id ASC LIMIT 1)
+        WHERE id = (SELECT id FROM jobs WHERE status = 'queued'
+                    ORDER BY id ASC LIMIT 1)
         RETURNING id, kind, args
     """, (WORKER,)).fetchone()''', '''\
-    oldest = db.execute("SELECT id, kind, args FROM jobs WHERE status = 'queued' "
+    oldest = db.execute("SELECT id, kind, args FROM jobs "
+                        "WHERE status = 'queued' "
                         "ORDER BY id ASC LIMIT 1").fetchone()
     if oldest is not None:
         db.execute("UPDATE jobs SET worker = ?, status = 'running' WHERE id = ?",
@@ -237,7 +239,8 @@ MISTAKES = [
     # Every command works, but `work --help` starts a worker that waits for jobs.
     Mistake("ex06_leases.py", "the command line read by hand, as ex05 does, not by argparse", [(
         '''    parser = argparse.ArgumentParser(description="A job queue with leases.")
-    parser.add_argument("command", choices=["enqueue", "list", "work", "reset"])
+    parser.add_argument("command",
+                        choices=["enqueue", "list", "work", "reset"])
     parser.add_argument("addresses", nargs="*", help="for enqueue")
     parser.add_argument("--lease", type=float, default=LEASE_SECONDS,
                         help="seconds a claim lasts (default %(default)s)")
@@ -293,8 +296,7 @@ MISTAKES = [
         stops_at=("python3 herd.py",)),
 
     Mistake("herd.py", "--seed read but never used: every run is seed 1's", [
-        ("contend(policy, args.clients, args.base, args.cap, args.seed)",
-         "contend(policy, args.clients, args.base, args.cap)")],
+        ("args.cap, args.seed))", "args.cap))")],
         hint="Look at what `main()` does with `--seed`: does it reach the dice?",
         stops_at=("test_herd_a_seed_repeats_its_run_and_another_seed_makes_another",)),
 
@@ -316,11 +318,13 @@ MISTAKES = [
     # No transcript shows it, nor the two-process race test (the key is noted
     # before the other request gets the lock).
     Mistake("ex08_idempotency.py", "the key noted after the charge is committed", [
-        ("        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n"
+        ("        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\",\n"
+         "                   (idempotency_key, response))\n"
          "    db.execute(\"COMMIT\")\n",
          "    db.execute(\"COMMIT\")\n"
          "    if answered is None:                 # note the key once the charge is safe\n"
-         "        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\", (idempotency_key, response))\n")],
+         "        db.execute(\"INSERT INTO bank_requests VALUES (?, ?)\",\n"
+         "                   (idempotency_key, response))\n")],
         hint="Look at where `bank_charge()` notes the key: what if the bank dies between "
              "the charge and the note?",
         stops_at=("test_ex08_a_bank_that_dies_at_any_point_charges_once_when_the_key_comes_again",)),
@@ -350,11 +354,13 @@ MISTAKES = [
 
     Mistake("ex09_charge_worker.py", "COMMIT outside the try", [
         ("        yield\n        db.execute(\"COMMIT\")\n    except BaseException:\n"
-         "        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo\n"
-         "            db.execute(\"ROLLBACK\")\n        raise\n",
+         "        with contextlib.suppress(sqlite3.OperationalError):\n"
+         "            db.execute(\"ROLLBACK\")          # unless nothing is left to undo\n"
+         "        raise\n",
          "        yield\n    except BaseException:\n"
-         "        with contextlib.suppress(sqlite3.OperationalError):   # nothing left to undo\n"
-         "            db.execute(\"ROLLBACK\")\n        raise\n    db.execute(\"COMMIT\")\n")],
+         "        with contextlib.suppress(sqlite3.OperationalError):\n"
+         "            db.execute(\"ROLLBACK\")          # unless nothing is left to undo\n"
+         "        raise\n    db.execute(\"COMMIT\")\n")],
         hint="Look at `transaction()`: if the `COMMIT` itself fails, what rolls the "
              "transaction back?",
         stops_at=("test_ex09_a_failed_commit_leaves_no_transaction_open",)),
@@ -374,21 +380,22 @@ MISTAKES = [
         stops_at=("test_ex09_a_refusal_by_the_spend_budget_is_not_a_lost_worker",)),
 
     Mistake("ex09_charge_worker.py", "the gate does not check the start's fencing token", [
-        ("\" AND starts = ?\", (op_id, message[\"start\"])).fetchone()",
-         "\" AND starts >= ?\", (op_id, message[\"start\"])).fetchone()")],
+        ("\" AND state = 'running' AND starts = ?\",",
+         "\" AND state = 'running' AND starts >= ?\",")],
         hint="Look at the first `SELECT` in `go_ahead()`: would a worker whose lease "
              "ran out, and whose operation another worker now holds, pass it?",
         stops_at=("test_ex09_a_start_that_lost_its_lease_records_spends_and_calls_nothing",)),
 
     Mistake("ex09_charge_worker.py", "every start spends the amount again", [
-        ("\" AND spent_hour IS NOT ?\", (hour, op_id, hour)).rowcount:\n",
-         "\" AND spent_hour IS NOT ?\", (hour, op_id, hour)).rowcount or True:\n")],
+        ("(hour, op_id, hour)).rowcount:\n",
+         "(hour, op_id, hour)).rowcount or True:\n")],
         hint="Look at when `go_ahead()` calls `spend()`: what does a second start of the "
              "same operation, in the same hour, spend?",
         stops_at=("test_ex09_the_spend_budget_counts_an_operation_once_however_often_it_starts",)),
 
     Mistake("ex09_charge_worker.py", "a spent retry budget gives up on the message", [
-        ('                raise RetryLater(f"{failure}; this worker\'s retry budget is spent")\n',
+        ('                raise RetryLater(f"{failure}; "\n'
+         '                                 "this worker\'s retry budget is spent")\n',
          '                break\n')],
         hint="Look at what `deliver()` does when the retry budget is spent: is the "
              "message at fault?",
@@ -397,7 +404,7 @@ MISTAKES = [
 
     Mistake("ex09_charge_worker.py", "the retry budget counts messages, not calls", [
         ("    if budget is not None:\n"
-         "        budget.request()                    # one more call that reaches the provider\n",
+         "        budget.request()                    # one more call to the provider\n",
          ""),
         ("    for attempt in range(attempts):\n        time_left = ",
          "    if budget is not None:\n        budget.request()\n"
@@ -422,7 +429,8 @@ MISTAKES = [
         stops_at=("python3 ex09_charge_worker.py cancel",)),
 
     Mistake("ex09_charge_worker.py", "put-back waits that never grow", [
-        ('    wait = rng.uniform(0, min(PUT_BACK_CAP, PUT_BACK_BASE * 2 ** message["start"]))\n',
+        ('    ceiling = min(PUT_BACK_CAP, PUT_BACK_BASE * 2 ** message["start"])\n'
+         "    wait = rng.uniform(0, ceiling)\n",
          "    wait = PUT_BACK_BASE\n")],
         hint="Look at how long `see_through()` puts an operation back for: does the wait "
              "grow with each start, with jitter?",
@@ -436,14 +444,14 @@ MISTAKES = [
         stops_at=("test_ex09_a_worker_stopped_mid_call_leaves_the_operation_to_its_lease",)),
 
     Mistake("ex09_charge_worker.py", "a busy database ends a payment dead", [
-        ("    except sqlite3.OperationalError:    # a busy database: not the payment's fault either,\n"
-         "        raise                           # so, as on Ctrl-C, its lease runs out\n", "")],
+        ("    except sqlite3.OperationalError:    # a busy database: not its fault\n"
+         "        raise                           # either; as on Ctrl-C, the lease ends\n", "")],
         hint="Look at what `see_through()` does when the database is locked: is that "
              "the payment's fault, and may it have been charged?",
         stops_at=("test_ex09_a_busy_database_leaves_a_paid_operation_to_its_lease",)),
 
     Mistake("ex09_charge_worker.py", "the reconciler ends an operation a late worker can still pay", [
-        ("'started'\"\n                            \" AND charge_id IS ?\",      # the charge it asked about, or none\n",
+        ("'started'\"\n            \" AND charge_id IS ?\",  # the charge it asked about, or none\n",
          "'started'\",\n"),
         ("(\"charged\" if answer == \"paid\" else \"failed\", op_id, charge_id))",
          "(\"charged\" if answer == \"paid\" else \"failed\", op_id))")],
@@ -472,9 +480,11 @@ MISTAKES = [
         ('    db.execute("""\n'
          '        INSERT INTO work (id, tenant, inputs, state, expires_at)\n'
          "        SELECT ?, ?, ?, 'waiting', ?\n"
-         "        WHERE (SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting') < ?\n"
+         "        WHERE (SELECT count(*) FROM work\n"
+         "               WHERE tenant = ? AND state = 'waiting') < ?\n"
          '        ON CONFLICT (id) DO NOTHING\n'
-         '    """, (op_id, tenant, json.dumps(inputs), clock() + EXPIRE_SECONDS, tenant, MAX_WAITING))\n',
+         '    """, (op_id, tenant, json.dumps(inputs), clock() + EXPIRE_SECONDS,\n'
+         '          tenant, MAX_WAITING))\n',
          "    (waiting,) = db.execute(\"SELECT count(*) FROM work WHERE tenant = ? AND state = 'waiting'\",\n"
          '                            (tenant,)).fetchone()\n'
          '    if waiting < MAX_WAITING:\n'
@@ -487,7 +497,7 @@ MISTAKES = [
 
     # ---- Exercise 9's optional webhooks
     Mistake("ex09_webhooks.py", "the signature never checked", [
-        ('    if not hmac.compare_digest(expected, fields.get("v1", "")):   # in constant time\n',
+        ('    if not hmac.compare_digest(expected, fields.get("v1", "")):  # not ==\n',
          "    if False:\n")],
         hint="Look at `verify()`: what stops anyone who knows your address from posting "
              "an event?",
@@ -508,8 +518,8 @@ MISTAKES = [
         stops_at=("test_webhooks_an_event_for_an_operation_not_known_yet_comes_again",)),
 
     Mistake("ex09_webhooks.py", "an event overwrites an answer already recorded", [
-        ("\" WHERE id = ? AND state = 'started'\",\n                         (state,",
-         "\" WHERE id = ?\",\n                         (state,")],
+        ("\" WHERE id = ? AND state = 'started'\",\n        (state,",
+         "\" WHERE id = ?\",\n        (state,")],
         hint="Look at the `UPDATE` in `apply()`: what does an event that comes late, or "
              "out of order, do to an answer already recorded?",
         shows=r"^\+day 1 12:00  evt_1 \(charge\.paid, North/W1\): recorded",
@@ -530,29 +540,33 @@ MISTAKES = [
         stops_at=("test_a_ctrl_c_inside_a_transaction_undoes_it",)),
 
     Mistake("capstone/tinyq.py", "a claim that takes a running job whatever its lease", [
-        ("    (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now\n",
-         "    (SELECT id FROM jobs WHERE status = 'running'\n")],
+        ("             WHERE status = 'running' AND locked_until < :now\n",
+         "             WHERE status = 'running'\n")],
         hint="Look at the first subquery of `CLAIM`: which running jobs may it take?",
         shows=r"is None\n.*= claim\(\)",
         stops_at=("test_a_claim_is_a_lease",)),
 
     Mistake("capstone/tinyq.py", "a claim that serves queued jobs before a dead worker's job", [
         ("""\
-            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+            (SELECT id FROM jobs
+             WHERE status = 'running' AND locked_until < :now
              ORDER BY locked_until LIMIT 1),
-            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+            (SELECT id FROM jobs
+             WHERE status = 'queued' AND run_at <= :now
              ORDER BY run_at, id LIMIT 1))""", """\
-            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+            (SELECT id FROM jobs
+             WHERE status = 'queued' AND run_at <= :now
              ORDER BY run_at, id LIMIT 1),
-            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+            (SELECT id FROM jobs
+             WHERE status = 'running' AND locked_until < :now
              ORDER BY locked_until LIMIT 1))""")],
         hint="Look at the order of the two subqueries in `CLAIM`: which job does a "
              "worker get first?",
         stops_at=("test_a_poison_job_does_not_keep_other_due_jobs_waiting",)),
 
     Mistake("capstone/tinyq.py", "a token that is not raised at each claim", [
-        ("UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,",
-         "UPDATE jobs SET status = 'running', attempts = attempts + 1,")],
+        ("                        token = token + 1, locked_until = :now + :lease\n",
+         "                        locked_until = :now + :lease\n")],
         hint="Look at what `CLAIM` does to the job's `token`: does each claim hold a "
              "larger one than the claims before it?",
         shows=r"\.token\b",
@@ -575,8 +589,7 @@ MISTAKES = [
         stops_at=("test_a_permanent_failure_is_dead_at_once",)),
 
     Mistake("capstone/tinyq.py", "a backoff without jitter: every retry waits the whole ceiling", [
-        ("self.rng.uniform(0, ceiling(job.attempts, self.backoff_base, self.backoff_cap))",
-         "ceiling(job.attempts, self.backoff_base, self.backoff_cap)")],
+        ("wait = self.rng.uniform(0, limit)", "wait = limit")],
         hint="Look at the wait `fail()` picks before a retry: where is the jitter?",
         stops_at=("test_the_backoff_is_full_jitter_below_the_ceiling",)),
 

@@ -5,7 +5,7 @@
 # exactly 10 points, except where a job is dead: that customer waits for a
 # person, and must not have been served twice meanwhile.
 #
-# Run it:   python3 chaos.py                      (a new seed each run, printed)
+# Run it:   python3 chaos.py                      (prints a new seed each run)
 #           python3 chaos.py --seed 7             (replays run 7)
 #           python3 chaos.py --seed 7 --chaos 0.3
 #           TINYQ_NO_KEYS=1 python3 chaos.py      (Break It)
@@ -20,7 +20,7 @@ import time
 import shop
 import world_given
 
-POLL_SECONDS = 0.05              # the longest an idle worker waits before it looks again
+POLL_SECONDS = 0.05              # an idle worker's longest wait between looks
 
 
 def work(seed, chaos):
@@ -55,20 +55,25 @@ def audit(queue, world):
     world is another database, as a bank's books are not the shop's."""
     dead = {(job["args"]["customer"], job["kind"]): job["attempts"]
             for job in queue.jobs() if job["status"] == "dead"}
-    emails = dict(world.execute("SELECT address, count(*) FROM emails GROUP BY address"))
-    paid = dict(world.execute("SELECT customer, sum(cents) FROM charges GROUP BY customer"))
+    emails = dict(world.execute(
+        "SELECT address, count(*) FROM emails GROUP BY address"))
+    paid = dict(world.execute(
+        "SELECT customer, sum(cents) FROM charges GROUP BY customer"))
     problems, parked = [], []
     for customer, email, points in queue.db.execute(
             "SELECT id, email, points FROM customers ORDER BY id"):
         emails_got, cents = emails.get(email, 0), paid.get(customer, 0)
-        effects = {  # kind: (what the customer got, what a done job owes, in words)
-            "welcome_email": (emails_got, 1, f"got {counted(emails_got, 'welcome email')}"),
+        # kind: (what the customer got, what a done job owes, in words)
+        effects = {
+            "welcome_email": (emails_got, 1,
+                              f"got {counted(emails_got, 'welcome email')}"),
             "signup_fee": (cents, shop.FEE_CENTS, f"paid ${cents / 100:.2f}"),
             "loyalty_points": (points, shop.POINTS, f"holds {points} points"),
         }
         for kind, (got, owed, words) in effects.items():
             if (customer, kind) in dead:
-                parked.append(f"{email}: {kind}, {dead[customer, kind]} attempts; {words}")
+                attempts = dead[customer, kind]
+                parked.append(f"{email}: {kind}, {attempts} attempts; {words}")
                 if got > owed:
                     problems.append(f"{email} {words}")
             elif got != owed:
@@ -79,7 +84,8 @@ def audit(queue, world):
 def report(queue, world, customers, crashes, elapsed):
     jobs = queue.counts()
     retried = sum(job["attempts"] > 1 for job in queue.jobs())
-    repeats = [world.execute(f"SELECT coalesce(sum(repeats), 0) FROM {table}").fetchone()[0]
+    repeats = [world.execute("SELECT coalesce(sum(repeats), 0) "
+                             f"FROM {table}").fetchone()[0]
                for table in ("emails", "charges")]
     print(f"finished in {elapsed:.1f} s")
     print(f"worker crashes: {crashes}")
@@ -93,11 +99,12 @@ def report(queue, world, customers, crashes, elapsed):
         for problem in problems:
             print(f"  {problem}")
     elif parked:
-        print("AUDIT PASSED: nothing done twice, nothing missing from a done job")
+        print("AUDIT PASSED: nothing done twice, "
+              "nothing missing from a done job")
     else:
         each = "with" if customers == 1 else "each with"
-        print(f"AUDIT PASSED: {counted(customers, 'customer')}, {each} 1 email,"
-              f" $5.00 paid and 10 points")
+        print(f"AUDIT PASSED: {counted(customers, 'customer')}, "
+              f"{each} 1 email, $5.00 paid and 10 points")
     if parked:
         print(f"parked for a person: {counted(len(parked), 'dead job')};"
               f" each one's last_error says why")
@@ -107,10 +114,12 @@ def report(queue, world, customers, crashes, elapsed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Crash tinyq's workers at random, then audit.")
+    parser = argparse.ArgumentParser(
+        description="Crash tinyq's workers at random, then audit.")
     parser.add_argument("--seed", type=int, default=random.randrange(1000))
     parser.add_argument("--chaos", type=float, default=0.1,
-                        help="chance of a crash at each crash point (default 0.1)")
+                        help="chance of a crash at each crash point "
+                             "(default 0.1)")
     parser.add_argument("--customers", type=int, default=20)
     parser.add_argument("--workers", type=int, default=3)
     args = parser.parse_args()
@@ -123,7 +132,8 @@ def main():
     queue.close()               # workers open their own connections
 
     started = time.monotonic()
-    crashes = world_given.supervise(work, (args.seed, args.chaos), args.workers, shop.CRASHED)
+    crashes = world_given.supervise(work, (args.seed, args.chaos),
+                                    args.workers, shop.CRASHED)
     elapsed = time.monotonic() - started
 
     queue = shop.open_queue()

@@ -31,13 +31,14 @@ shop.SIGN_UP = "INSERT INTO customers (email) VALUES (%s) RETURNING id"
 shop.ADD_POINTS = "UPDATE customers SET points = points + %s WHERE id = %s"
 
 
-start_with_files = chaos.start_afresh    # chaos.py's own, kept before it is replaced
+start_with_files = chaos.start_afresh    # chaos.py's own, kept: replaced below
 
 
 def open_queue():
     """tinyq_pg on the server, with the shop's settings."""
-    return tinyq_pg.Queue(DATABASE, lease=shop.LEASE_SECONDS, max_attempts=shop.MAX_ATTEMPTS,
-                          backoff_base=shop.BACKOFF_BASE, backoff_cap=shop.BACKOFF_CAP)
+    return tinyq_pg.Queue(
+        DATABASE, lease=shop.LEASE_SECONDS, max_attempts=shop.MAX_ATTEMPTS,
+        backoff_base=shop.BACKOFF_BASE, backoff_cap=shop.BACKOFF_CAP)
 
 
 def start_afresh():
@@ -57,5 +58,6 @@ chaos.start_afresh = start_afresh
 
 if __name__ == "__main__":
     if not DATABASE:
-        sys.exit("chaos_pg.py needs the server's address in $DATABASE (Chapter 12's lab)")
+        sys.exit("chaos_pg.py needs the server's address in $DATABASE "
+                 "(Chapter 12's lab)")
     sys.exit(chaos.main())

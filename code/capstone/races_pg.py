@@ -26,9 +26,9 @@ CLAIMS = {
     "FOR UPDATE": PICK + " FOR UPDATE",
     "FOR UPDATE SKIP LOCKED": PICK + " FOR UPDATE SKIP LOCKED",
 }
-MAX_WAITING = 5                   # as in ex09: waiting operations a tenant may have
+MAX_WAITING = 5                   # as in ex09: how many may wait per tenant
 
-# ex09's admit(), in PostgreSQL's dialect: the count and the insert are one statement.
+# ex09's admit() for PostgreSQL: the count and the insert are one statement.
 ADMIT = """
 INSERT INTO race_work (id, tenant) SELECT %(id)s, 'North'
 WHERE (SELECT count(*) FROM race_work WHERE tenant = 'North') < %(limit)s
@@ -37,19 +37,21 @@ RETURNING id
 # The cure by a row per tenant: every admission first updates its tenant's
 # row. A second admission's UPDATE waits for the first to commit, and the
 # INSERT after it, a new statement, counts what the first committed.
-LOCK_TENANT = "UPDATE race_tenants SET admissions = admissions + 1 WHERE name = 'North'"
+LOCK_TENANT = ("UPDATE race_tenants SET admissions = admissions + 1 "
+               "WHERE name = 'North'")
 
 
 def claim(db, pick):
-    rows = db.execute(f"UPDATE race_jobs SET status = 'running' WHERE id = ({pick})"
-                      " RETURNING id").fetchall()
+    rows = db.execute("UPDATE race_jobs SET status = 'running'"
+                      f" WHERE id = ({pick}) RETURNING id").fetchall()
     return f"job {rows[0][0]}" if rows else "nothing"
 
 
 def admit(db, operation, lock_tenant=False):
     if lock_tenant:
         db.execute(LOCK_TENANT)
-    rows = db.execute(ADMIT, {"id": operation, "limit": MAX_WAITING}).fetchall()
+    rows = db.execute(ADMIT,
+                      {"id": operation, "limit": MAX_WAITING}).fetchall()
     return "admitted" if rows else "refused"
 
 
@@ -60,10 +62,12 @@ def a_then_b(dsn, act, isolation="READ COMMITTED"):
     a, b = psycopg.connect(dsn), psycopg.connect(dsn)
     got = {}
     try:
-        for db in (a, b):      # for every transaction on it, a second try included
-            db.isolation_level = psycopg.IsolationLevel[isolation.replace(" ", "_")]
+        level = psycopg.IsolationLevel[isolation.replace(" ", "_")]
+        for db in (a, b):      # for every transaction on it, a retry included
+            db.isolation_level = level
         got["A"] = act(a, "A")
-        thread = threading.Thread(target=lambda: got.setdefault("B", act(b, "B")))
+        thread = threading.Thread(
+            target=lambda: got.setdefault("B", act(b, "B")))
         thread.start()
         waited = waiting_for_a_lock(a, b.info.backend_pid, thread)
         commit(a, act, "A", got)
@@ -91,8 +95,8 @@ def waiting_for_a_lock(a, pid, thread):
     """Whether backend `pid` blocks on a lock, asked of the server (through
     A's connection, which is idle) until it does or `thread` ends."""
     while thread.is_alive():
-        row = a.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
-                        (pid,)).fetchone()
+        row = a.execute("SELECT wait_event_type FROM pg_stat_activity "
+                        "WHERE pid = %s", (pid,)).fetchone()
         if row and row[0] == "Lock":
             return True
         time.sleep(0.01)
@@ -100,19 +104,21 @@ def waiting_for_a_lock(a, pid, thread):
 
 
 def show_claims(dsn, admin):
-    print("Claims: jobs 1, 2 and 3 are queued. A claims and keeps its transaction open;"
-          " B claims.")
+    print("Claims: jobs 1, 2 and 3 are queued. A claims and keeps its "
+          "transaction open; B claims.")
     for name, pick in CLAIMS.items():
         admin.execute("TRUNCATE race_jobs")
-        admin.execute("INSERT INTO race_jobs VALUES (1, 'queued'), (2, 'queued'), (3, 'queued')")
+        admin.execute("INSERT INTO race_jobs VALUES "
+                      "(1, 'queued'), (2, 'queued'), (3, 'queued')")
         got = a_then_b(dsn, lambda db, worker: claim(db, pick))
-        twice = "   <- one job, two workers" if got["B"].startswith(got["A"] + ",") else ""
+        same = got["B"].startswith(got["A"] + ",")
+        twice = "   <- one job, two workers" if same else ""
         print(f"  {name:24} A: {got['A']}   B: {got['B']}{twice}")
 
 
 def show_admission(dsn, admin):
-    print(f"Admission: North has 4 operations waiting and may have {MAX_WAITING}."
-          " A and B each ask for one more.")
+    print("Admission: North has 4 operations waiting and may have "
+          f"{MAX_WAITING}. A and B each ask for one more.")
     ways = {"one statement": ("READ COMMITTED", False),
             "a row per tenant first": ("READ COMMITTED", True),
             "one statement, SERIALIZABLE": ("SERIALIZABLE", False)}
@@ -120,7 +126,8 @@ def show_admission(dsn, admin):
         admin.execute("TRUNCATE race_work")
         admin.execute("INSERT INTO race_work SELECT 'N' || n, 'North'"
                       " FROM generate_series(1, 4) AS n")
-        got = a_then_b(dsn, lambda db, worker: admit(db, worker, lock_tenant), isolation)
+        got = a_then_b(dsn, lambda db, worker: admit(db, worker, lock_tenant),
+                       isolation)
         (waiting,) = admin.execute("SELECT count(*) FROM race_work").fetchone()
         over = "   <- over the limit" if waiting > MAX_WAITING else ""
         print(f"  {name:29} A: {got['A']}   B: {got['B']}")
@@ -136,9 +143,12 @@ def main():
         sys.exit(f"cannot connect to {sys.argv[1]}: {error}")
     with admin:
         admin.execute("""
-            CREATE TABLE race_jobs (id integer PRIMARY KEY, status text NOT NULL);
-            CREATE TABLE race_work (id text PRIMARY KEY, tenant text NOT NULL);
-            CREATE TABLE race_tenants (name text PRIMARY KEY, admissions integer NOT NULL);
+            CREATE TABLE race_jobs (id integer PRIMARY KEY,
+                                    status text NOT NULL);
+            CREATE TABLE race_work (id text PRIMARY KEY,
+                                    tenant text NOT NULL);
+            CREATE TABLE race_tenants (name text PRIMARY KEY,
+                                       admissions integer NOT NULL);
             INSERT INTO race_tenants VALUES ('North', 0);
         """)
         try:

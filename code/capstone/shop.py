@@ -23,7 +23,7 @@ MAX_ATTEMPTS = 25                # claims, then dead: 1 + 24 retries (Sidekiq
                                  # retries 25 times by default: 26 runs)
 BACKOFF_BASE = 0.01
 BACKOFF_CAP = 0.5
-CRASHED = 3                      # the exit status of a worker maybe_crash() killed
+CRASHED = 3                      # exit status of a worker maybe_crash() killed
 
 # The shop's own table, and the two statements that write to it.
 CUSTOMERS = """
@@ -61,15 +61,16 @@ def open_shop(chaos=0.0, seed=0):
             # One write, so that two dying workers' lines never mix.
             sys.stderr.write(f"monkey: job {job.id}, attempt {job.attempts}:"
                              f" worker killed {where}\n")
-            os._exit(CRASHED)    # like kill -9: no finally, no rollback, no ack
+            os._exit(CRASHED)  # like kill -9: no finally, no rollback, no ack
 
     @queue.handler("welcome_email")
     def welcome_email(job):
         roll_dice(job)
         maybe_crash(job, "before the email")
         try:
-            world.send_email(job.args["email"], WELCOME, key=f"welcome-{job.args['customer']}")
-        except KeyReused as error:        # refused, and every retry would be too
+            world.send_email(job.args["email"], WELCOME,
+                             key=f"welcome-{job.args['customer']}")
+        except KeyReused as error:        # refused; every retry would be too
             raise tinyq.Permanent(error) from error
         maybe_crash(job, "after the email, before the ack")
 
@@ -78,7 +79,8 @@ def open_shop(chaos=0.0, seed=0):
         roll_dice(job)
         maybe_crash(job, "before the charge")
         try:
-            world.charge(job.args["customer"], FEE_CENTS, key=f"fee-{job.args['customer']}")
+            world.charge(job.args["customer"], FEE_CENTS,
+                         key=f"fee-{job.args['customer']}")
         except KeyReused as error:
             raise tinyq.Permanent(error) from error
         maybe_crash(job, "after the charge, before the ack")

@@ -29,17 +29,20 @@ def ceiling(attempts, base, cap):
 
 
 class LeaseLost(Exception):
-    """The job is not ours any more: our lease ran out, and it was claimed again or buried."""
+    """The job is not ours any more: our lease ran out, and it was claimed
+    again or buried."""
 
 
 class Permanent(Exception):
-    """Raised by a handler whose error every retry would meet again: dead at once."""
+    """Raised by a handler whose error every retry would meet again: dead
+    at once."""
 
 
 class Job:
     def __init__(self, queue, id, kind, args, attempts, token):
         self.queue, self.id, self.kind, self.args = queue, id, kind, args
-        self.attempts, self.token = attempts, token      # this claim's number, and token
+        self.attempts = attempts                         # this claim's number
+        self.token = token                               # and its token
         self.completed = False                           # set by complete()
 
     @contextlib.contextmanager
@@ -48,7 +51,7 @@ class Job:
         writes and the job's `done` commit together, or neither does."""
         with self.queue.transaction() as db:
             yield db
-            self.queue.finish(self, "done")   # LeaseLost here rolls back the block
+            self.queue.finish(self, "done")   # LeaseLost rolls back the block
         self.completed = True
 
     def heartbeat(self):
@@ -62,46 +65,54 @@ class Queue:
     SCHEMA = f"""
         CREATE TABLE IF NOT EXISTS jobs (
             id            INTEGER PRIMARY KEY,
-            status        TEXT NOT NULL DEFAULT 'queued' CHECK (status IN {STATUSES}),
+            status        TEXT NOT NULL DEFAULT 'queued'
+                          CHECK (status IN {STATUSES}),
             kind          TEXT NOT NULL,
-            args          TEXT NOT NULL,                 -- JSON
-            attempts      INTEGER NOT NULL DEFAULT 0,    -- how many times it was claimed
-            token         INTEGER NOT NULL DEFAULT 0,    -- the latest claim's fencing token
-            run_at        REAL NOT NULL,                 -- not to be tried before this
-            locked_until  REAL,                          -- when that claim's lease runs out
+            args          TEXT NOT NULL,               -- JSON
+            attempts      INTEGER NOT NULL DEFAULT 0,  -- times claimed
+            token         INTEGER NOT NULL DEFAULT 0,  -- the fencing token
+            run_at        REAL NOT NULL,               -- not tried before this
+            locked_until  REAL,                        -- when the lease ends
             last_error    TEXT,
-            unique_key    TEXT UNIQUE                    -- the producer's idempotency key
+            unique_key    TEXT UNIQUE                  -- the producer's key
         );
-        CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at) WHERE status = 'queued';
-        CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until) WHERE status = 'running';
+        CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at)
+            WHERE status = 'queued';
+        CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until)
+            WHERE status = 'running';
     """
     ENQUEUE = """
-        INSERT INTO jobs (kind, args, run_at, unique_key) VALUES (:kind, :args, :run_at, :key)
+        INSERT INTO jobs (kind, args, run_at, unique_key)
+        VALUES (:kind, :args, :run_at, :key)
         ON CONFLICT (unique_key) DO NOTHING
         RETURNING id
     """
     # A job whose lease ran out on its last attempt is dead, not claimed again.
     BURY = """
-        UPDATE jobs SET status = 'dead',
-                        last_error = 'worker lost: the lease of attempt ' || attempts || ' ran out'
-        WHERE status = 'running' AND locked_until < :now AND attempts >= :max_attempts
+        UPDATE jobs SET status = 'dead', last_error =
+            'worker lost: the lease of attempt ' || attempts || ' ran out'
+        WHERE status = 'running' AND locked_until < :now
+          AND attempts >= :max_attempts
     """
     # Expired leases first, then the job due longest: two subqueries, each
     # stopping at its index's first entry. The token grows at every claim.
     CLAIM = """
-        UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,
-                        locked_until = :now + :lease
+        UPDATE jobs SET status = 'running', attempts = attempts + 1,
+                        token = token + 1, locked_until = :now + :lease
         WHERE id = coalesce(
-            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < :now
+            (SELECT id FROM jobs
+             WHERE status = 'running' AND locked_until < :now
              ORDER BY locked_until LIMIT 1),
-            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= :now
+            (SELECT id FROM jobs
+             WHERE status = 'queued' AND run_at <= :now
              ORDER BY run_at, id LIMIT 1))
         RETURNING id, kind, args, attempts, token
     """
     # The fence: a claimed job's row changes only if it is still running
     # under the token of the claim that asks.
     FINISH = """
-        UPDATE jobs SET status = :status, last_error = coalesce(:error, last_error),
+        UPDATE jobs SET status = :status,
+                        last_error = coalesce(:error, last_error),
                         run_at = coalesce(:run_at, run_at)
         WHERE id = :id AND token = :token AND status = 'running'
     """
@@ -114,8 +125,8 @@ class Queue:
                  backoff_cap=10.0, clock=time.time, rng=None):
         self.lease, self.max_attempts = lease, max_attempts
         self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
-        self.clock = clock                    # injected, so tests can move time
-        self.rng = random.Random() if rng is None else rng   # so runs can repeat
+        self.clock = clock                    # injected: tests can move time
+        self.rng = random.Random() if rng is None else rng   # to repeat runs
         self.handlers = {}
         self.db = self.connect(path)
 
@@ -133,30 +144,31 @@ class Queue:
 
     @contextlib.contextmanager
     def transaction(self):
-        """BEGIN ... COMMIT, or ROLLBACK on an error; inside one already, join it."""
+        """BEGIN ... COMMIT, or ROLLBACK on error; in one already, join it."""
         if self.db.in_transaction:
             yield self.db
             return
-        self.db.execute("BEGIN IMMEDIATE")   # the write lock now: no one writes under us
+        self.db.execute("BEGIN IMMEDIATE")   # lock now: no one writes under us
         try:
             yield self.db
             self.db.execute("COMMIT")
         except BaseException:
-            if self.db.in_transaction:       # SQLite may have rolled back already
+            if self.db.in_transaction:       # SQLite may have rolled back
                 self.db.execute("ROLLBACK")
             raise
 
     def enqueue(self, kind, args, unique_key=None, delay=0):
-        """The new job's id, or None if a job with unique_key already exists."""
-        rows = self.db.execute(self.ENQUEUE, {"kind": kind, "args": json.dumps(args),
-                                              "run_at": self.clock() + delay,
-                                              "key": unique_key}).fetchall()
+        """The new job's id, or None if a job with unique_key exists."""
+        rows = self.db.execute(self.ENQUEUE, {
+            "kind": kind, "args": json.dumps(args),
+            "run_at": self.clock() + delay, "key": unique_key}).fetchall()
         return rows[0][0] if rows else None
 
     def counts(self):
         """How many jobs are in each status."""
         counts = dict.fromkeys(STATUSES, 0)
-        counts.update(self.db.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
+        counts.update(self.db.execute(
+            "SELECT status, count(*) FROM jobs GROUP BY status"))
         return counts
 
     def jobs(self):
@@ -169,15 +181,16 @@ class Queue:
         return jobs
 
     def handler(self, kind):
-        """Decorator: @queue.handler("kind") registers fn(job) for that kind."""
+        """Decorator: @queue.handler("kind") files fn(job) under that kind."""
         def register(fn):
             self.handlers[kind] = fn
             return fn
         return register
 
     def claim(self):
-        """Bury the jobs that ran out of attempts, then take one due job, or None."""
-        values = {"now": self.clock(), "lease": self.lease, "max_attempts": self.max_attempts}
+        """Bury the jobs out of attempts, then take one due job, or None."""
+        values = {"now": self.clock(), "lease": self.lease,
+                  "max_attempts": self.max_attempts}
         with self.transaction() as db:
             db.execute(self.BURY, values)
             rows = db.execute(self.CLAIM, values).fetchall()
@@ -192,41 +205,48 @@ class Queue:
 
     def finish(self, job, status, error=None, run_at=None):
         """Move a running job to `status`, if it is still ours."""
-        self.fenced(self.FINISH, job, status=status, error=error, run_at=run_at)
+        self.fenced(self.FINISH, job, status=status, error=error,
+                    run_at=run_at)
 
     def heartbeat(self, job):
-        """Extend the job's lease to a full lease from now, if it is still ours."""
-        self.fenced(self.HEARTBEAT, job, locked_until=self.clock() + self.lease)
+        """Extend the job's lease to a full lease from now, if still ours."""
+        self.fenced(self.HEARTBEAT, job,
+                    locked_until=self.clock() + self.lease)
 
     def fenced(self, statement, job, **values):
-        """Run an UPDATE behind the fence: if it changed no row, we lost the job."""
+        """Run an UPDATE behind the fence: if it changed no row, we lost
+        the job."""
         values.update(id=job.id, token=job.token)
         if self.db.execute(statement, values).rowcount == 0:
-            raise LeaseLost(f"job {job.id}: the lease ran out and the job is not ours now")
+            raise LeaseLost(f"job {job.id}: the lease ran out "
+                            "and the job is not ours now")
 
     def fail(self, job, error):
-        """Queue the job again after a backoff, or bury it: Permanent, or out of attempts."""
+        """Queue the job again after a backoff, or bury it: Permanent, or
+        out of attempts."""
         message = f"{type(error).__name__}: {error}"
         if isinstance(error, Permanent) or job.attempts >= self.max_attempts:
             self.finish(job, "dead", message)
         else:
-            wait = self.rng.uniform(0, ceiling(job.attempts, self.backoff_base, self.backoff_cap))
-            self.finish(job, "queued", message, self.clock() + wait)    # full jitter
+            limit = ceiling(job.attempts, self.backoff_base, self.backoff_cap)
+            wait = self.rng.uniform(0, limit)                # full jitter
+            self.finish(job, "queued", message, self.clock() + wait)
 
     def work_one(self):
-        """Claim one job, run its handler, write down how it went. False if none was due."""
+        """Claim one job, run its handler, write down how it went. False if
+        none was due."""
         job = self.claim()
         if job is None:
             return False
         try:
-            self.handlers[job.kind](job)            # an unknown kind fails like any error
+            self.handlers[job.kind](job)          # unknown kinds fail too
             if not job.completed:
                 self.finish(job, "done")
         except LeaseLost:
-            pass                   # the job is not ours now, nor is how it ended
-        except Exception as error:                  # not Ctrl-C: then the lease runs out
+            pass                   # not ours now, nor is how it ended
+        except Exception as error:                # not Ctrl-C: the lease ends
             if job.completed:
-                raise                               # done and committed; the bug came after
-            with contextlib.suppress(LeaseLost):    # a late failure: the same
+                raise                             # done: the bug came after
+            with contextlib.suppress(LeaseLost):  # a late failure: the same
                 self.fail(job, error)
         return True

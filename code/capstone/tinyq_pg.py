@@ -23,7 +23,7 @@ import tinyq
 # and a handler may raise tinyq_pg.Permanent as it would tinyq.Permanent.
 from tinyq import LeaseLost, Permanent, STATUSES
 
-CHANNEL = "tinyq_jobs"           # what enqueue() notifies and idle workers listen on
+CHANNEL = "tinyq_jobs"           # enqueue() notifies it; idle workers listen
 # Two processes that create the same table at the same moment can collide in
 # PostgreSQL's catalogue; this lock, held to the end of the transaction that
 # creates the schema, makes them take turns. Any number will do, if it is ours.
@@ -31,22 +31,25 @@ SCHEMA_LOCK = 7311
 
 
 class Queue(tinyq.Queue):
-    # An identity column numbers the jobs, as INTEGER PRIMARY KEY does in SQLite.
+    # An identity column numbers the jobs, like SQLite's INTEGER PRIMARY KEY.
     SCHEMA = f"""
         CREATE TABLE IF NOT EXISTS jobs (
             id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            status        text NOT NULL DEFAULT 'queued' CHECK (status IN {STATUSES}),
+            status        text NOT NULL DEFAULT 'queued'
+                          CHECK (status IN {STATUSES}),
             kind          text NOT NULL,
-            args          text NOT NULL,                 -- JSON, as tinyq writes it
+            args          text NOT NULL,              -- JSON, written by tinyq
             attempts      integer NOT NULL DEFAULT 0,
             token         bigint NOT NULL DEFAULT 0,
-            run_at        double precision NOT NULL,     -- seconds, from the queue's clock
+            run_at        double precision NOT NULL,  -- seconds, queue's clock
             locked_until  double precision,
             last_error    text,
             unique_key    text UNIQUE
         );
-        CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at, id) WHERE status = 'queued';
-        CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until) WHERE status = 'running';
+        CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (run_at, id)
+            WHERE status = 'queued';
+        CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (locked_until)
+            WHERE status = 'running';
     """
     ENQUEUE = """
         INSERT INTO jobs (kind, args, run_at, unique_key)
@@ -57,34 +60,38 @@ class Queue(tinyq.Queue):
     # SKIP LOCKED here too: a job that another worker is burying or claiming
     # is that worker's business, not a reason to wait.
     BURY = """
-        UPDATE jobs SET status = 'dead',
-                        last_error = 'worker lost: the lease of attempt ' || attempts || ' ran out'
+        UPDATE jobs SET status = 'dead', last_error =
+            'worker lost: the lease of attempt ' || attempts || ' ran out'
         WHERE id IN (SELECT id FROM jobs
                      WHERE status = 'running' AND locked_until < %(now)s
                            AND attempts >= %(max_attempts)s
                      FOR UPDATE SKIP LOCKED)
     """
-    # Each subquery locks the row it returns (FOR UPDATE) and passes over rows
-    # that other transactions have locked (SKIP LOCKED), so two claims running
-    # at once take two different jobs, and neither waits. Without FOR UPDATE,
-    # both subqueries could pick the same id; the UPDATE would then wait for the
-    # first claim's commit and, under READ COMMITTED, recheck only its own
-    # WHERE (`id = ...`), which still holds: one job, two workers.
-    # `attempts < max_attempts`: BURY skipped a locked row it should bury; it is
-    # not ours to claim once more, so leave it for the next BURY.
+    # Each subquery locks the row it returns (FOR UPDATE) and passes over
+    # rows that other transactions have locked (SKIP LOCKED), so two claims
+    # running at once take two different jobs, and neither waits. Without
+    # FOR UPDATE, both subqueries could pick the same id; the UPDATE would
+    # then wait for the first claim's commit and, under READ COMMITTED,
+    # recheck only its own WHERE (`id = ...`), which still holds: one job,
+    # two workers.
+    # `attempts < max_attempts`: BURY skipped a locked row it should bury;
+    # it is not ours to claim once more, so leave it for the next BURY.
     CLAIM = """
-        UPDATE jobs SET status = 'running', attempts = attempts + 1, token = token + 1,
-                        locked_until = %(now)s + %(lease)s
+        UPDATE jobs SET status = 'running', attempts = attempts + 1,
+                        token = token + 1, locked_until = %(now)s + %(lease)s
         WHERE id = coalesce(
-            (SELECT id FROM jobs WHERE status = 'running' AND locked_until < %(now)s
-                                       AND attempts < %(max_attempts)s
+            (SELECT id FROM jobs
+             WHERE status = 'running' AND locked_until < %(now)s
+                   AND attempts < %(max_attempts)s
              ORDER BY locked_until LIMIT 1 FOR UPDATE SKIP LOCKED),
-            (SELECT id FROM jobs WHERE status = 'queued' AND run_at <= %(now)s
+            (SELECT id FROM jobs
+             WHERE status = 'queued' AND run_at <= %(now)s
              ORDER BY run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED))
         RETURNING id, kind, args, attempts, token
     """
     FINISH = """
-        UPDATE jobs SET status = %(status)s, last_error = coalesce(%(error)s, last_error),
+        UPDATE jobs SET status = %(status)s,
+                        last_error = coalesce(%(error)s, last_error),
                         run_at = coalesce(%(run_at)s, run_at)
         WHERE id = %(id)s AND token = %(token)s AND status = 'running'
     """

@@ -7,7 +7,7 @@
 # chaos monkey kills, as systemd or Kubernetes would. shop.py imports the
 # world; chaos.py runs its workers under the supervisor.
 #
-# Break It:  TINYQ_NO_KEYS=1 python3 chaos.py     (every key becomes a random one)
+# Break It: TINYQ_NO_KEYS=1 python3 chaos.py  (every key becomes a random one)
 
 import contextlib
 import multiprocessing
@@ -86,7 +86,8 @@ class World:
         key with other inputs updates nothing and returns no row."""
         row = self.db.execute(statement, values).fetchone()
         if row is None:
-            raise KeyReused(f"{service}: key {key} was first used with other inputs")
+            raise KeyReused(f"{service}: key {key} was first used "
+                            "with other inputs")
         return row[0]
 
     def keep(self, key):
@@ -107,7 +108,7 @@ class World:
 
 # ---- the supervisor
 
-TIME_LIMIT_SECONDS = 60          # a chaos run that takes longer than this is stuck
+TIME_LIMIT_SECONDS = 60          # a chaos run that takes longer is stuck
 
 
 def supervise(work, args, workers, crashed):
@@ -125,16 +126,20 @@ def supervise(work, args, workers, crashed):
     deadline = time.monotonic() + TIME_LIMIT_SECONDS
     while running:
         sentinels = [worker.sentinel for worker in running]
-        multiprocessing.connection.wait(sentinels, timeout=deadline - time.monotonic())
+        multiprocessing.connection.wait(
+            sentinels, timeout=deadline - time.monotonic())
         if time.monotonic() > deadline:
-            give_up(running, f"stuck: jobs still unfinished after {TIME_LIMIT_SECONDS} s")
-        for worker in [worker for worker in running if worker.exitcode is not None]:
+            give_up(running, "stuck: jobs still unfinished after "
+                             f"{TIME_LIMIT_SECONDS} s")
+        ended = [worker for worker in running if worker.exitcode is not None]
+        for worker in ended:
             running.remove(worker)
             if worker.exitcode == crashed:
                 crashes += 1
                 running.append(start())
             elif worker.exitcode != 0:      # a bug: its traceback is above
-                give_up(running, f"a worker failed with exit status {worker.exitcode}")
+                give_up(running, "a worker failed with exit status "
+                                 f"{worker.exitcode}")
     return crashes
 
 

@@ -36,10 +36,12 @@ def test_without_keys_every_absorbed_duplicate_becomes_real(folder):
 # without its effect, or a job never made, and the audit must say so.
 TOO_LITTLE = {
     "an email never sent": (
-        "world.send_email(job.args[\"email\"], WELCOME, key=f\"welcome-{job.args['customer']}\")",
+        "world.send_email(job.args[\"email\"], WELCOME,\n"
+        "                             key=f\"welcome-{job.args['customer']}\")",
         "pass", r"customer\d+@example.com got 0 welcome emails"),
     "a fee never charged": (
-        "world.charge(job.args[\"customer\"], FEE_CENTS, key=f\"fee-{job.args['customer']}\")",
+        "world.charge(job.args[\"customer\"], FEE_CENTS,\n"
+        "                         key=f\"fee-{job.args['customer']}\")",
         "pass", r"customer\d+@example.com paid \$0.00"),
     "a points job never made": (
         'for kind in ("welcome_email", "signup_fee", "loyalty_points"):',
@@ -356,7 +358,8 @@ def test_a_parked_customer_served_twice_fails_the_audit(folder):
     """A customer whose job ended dead is parked for a person: the effect may
     be missing, but must not be there twice. A welcome email sent under two
     keys before its job died is a problem, named, and the audit fails."""
-    send = "world.send_email(job.args[\"email\"], WELCOME, key=f\"welcome-{job.args['customer']}\")"
+    send = ("world.send_email(job.args[\"email\"], WELCOME,\n"
+            "                             key=f\"welcome-{job.args['customer']}\")")
     sandbox.apply_edit(folder, "capstone/shop.py", send,
                        f"{send}\n"
                        f"            {send.replace('welcome-', 'again-')}\n"
