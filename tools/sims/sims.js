@@ -233,7 +233,10 @@ function mount(element, number) {
     start.hidden = false;
     body.hidden = true;
     body.inert = false;
-    delete element.dataset.picture;   // the first picture is gone with it
+    delete element.dataset.picture;   // the first picture is gone with it,
+    for (const fallback of fallbacks()) {
+      fallback.classList.remove("visually-hidden");   // so its words are shown again
+    }
     view = null;               // Start again makes a new one
   }
 

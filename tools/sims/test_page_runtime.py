@@ -193,6 +193,8 @@ def test_a_boot_that_never_ends_gives_up_with_a_message(new_context, site_url):
     page.route("**/pyodide.asm.wasm", lambda route: None)   # never answered
     visit(page, f"{site_url}/the-worker-where-work-happens.html")
     sim = page.locator('.sim-mount[data-sim="race"]')
+    sim.scroll_into_view_if_needed()
+    expect(sim).to_have_attribute("data-picture", "first")
     # until the worker has asked for the wasm, which the route holds back
     with page.expect_request("**/pyodide.asm.wasm", timeout=BOOT_SECONDS * 1000):
         sim.get_by_role("button", name="Start the simulation").click()
@@ -202,6 +204,8 @@ def test_a_boot_that_never_ends_gives_up_with_a_message(new_context, site_url):
     expect(sim.locator(".sim-status")).to_contain_text("Python did not start within 60 s")
     expect(sim.get_by_role("button", name="Start again")).to_be_visible()
     expect(sim).not_to_have_attribute("data-picture", "first")   # nor its inert picture
+    for paragraph in page.locator('.sim[data-sim="race"] > p').all():   # its words are back
+        expect(paragraph).not_to_have_class("visually-hidden")
 
 
 def test_actions_made_while_python_answers_are_not_lost(watched, site_url):
