@@ -212,8 +212,7 @@ def test_the_service_worker_keeps_every_file_and_python_apart(site_pages):
     """sw.js lists every file of the site once, with the hash of its bytes:
     Python apart, under one version of it all, and the rest to keep from
     the first visit."""
-    source = (site_pages / "sw.js").read_text(encoding="utf-8")
-    kept = json.loads(re.search(r"^const SITE = (\{.*?^\});$", source, re.S | re.M).group(1))
+    kept = tools.build.kept_offline(site_pages)
     files = {path.relative_to(site_pages).as_posix() for path in site_pages.rglob("*")
              if path.is_file()} - {"sw.js"}
     pages = [page["url"] for page in kept["pages"]]

@@ -310,6 +310,13 @@ def write_service_worker(staging):
         encoding="utf-8")
 
 
+def kept_offline(site):
+    """What a built site's sw.js keeps, as write_service_worker wrote it in:
+    {"pages": [{url, revision}], "python": {files, version}}."""
+    source = (site / "sw.js").read_text(encoding="utf-8")
+    return json.loads(re.search(r"^const SITE = (\{.*?^\});$", source, re.S | re.M).group(1))
+
+
 def sims_on(html):
     """The folders of the simulations a page holds, each once: the page
     needs their script, and asks for what draws their first pictures as it

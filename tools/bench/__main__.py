@@ -54,7 +54,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from tools import build
-from tools.bench import grading, lighthouse, queues, sims
+from tools.bench import first_chapter, grading, lighthouse, queues, sims
 from tools.guide import expand
 from tools.sims import folders as sim_folders
 
@@ -107,9 +107,7 @@ def build_and_pages():
         print(f"  tools/build.py (HTML, EPUB and PDF)           {whole:6.2f} s"
               f"   {whole / bare:4.2f}x bare")
 
-        # the page the index's "Start reading" link opens
-        first = out / next(attrs["href"] for tag, attrs in Tags(out / "index.html").tags
-                           if tag == "a" and attrs.get("class") == "start")
+        first = out / first_chapter(out)
         files = [first] + [out / href for href in Tags(first).assets()]
         files += [css.parent / url for css in files if css.suffix == ".css"
                   for url in re.findall(r'url\("([^"]+)"\)', css.read_text())]

@@ -57,12 +57,11 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from tools import build
-from tools.bench import sims
+from tools.bench import first_chapter, sims
 
 ROOT = Path(__file__).resolve().parents[2]
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
@@ -95,27 +94,13 @@ def missing_tools():
     return "\n".join(needs) or None
 
 
-class StartLink(HTMLParser):
-    """The first <a class="start"> of a page: the index's "Start reading"."""
-
-    def __init__(self, text):
-        super().__init__()
-        self.href = None
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if self.href is None and tag == "a" and attrs.get("class") == "start":
-            self.href = attrs.get("href")
-
-
 def pages(site):
     """The pages measured in a built site: the first chapter, the heaviest
     simulation page."""
     index = site / "index.html"
     if not index.is_file():
         raise SystemExit(f"{site} is not a built site: it has no index.html")
-    first = StartLink(index.read_text(encoding="utf-8")).href
+    first = first_chapter(site)
     if first is None:
         raise SystemExit(f"{index} has no \"Start reading\" link (<a class=\"start\">)")
     for name in (first, sims.HEAVIEST):

@@ -31,13 +31,13 @@ fresh worker), with the browser's HTTP cache warm after the first.
 """
 import functools
 import http.server
-import json
-import re
 import statistics
 import sys
 import threading
 
 from playwright.sync_api import sync_playwright
+
+from tools.build import kept_offline
 
 CHROMIUM = "/usr/bin/chromium"
 CHAPTER = "the-worker-where-work-happens.html"
@@ -230,9 +230,7 @@ def from_what_was_kept(site_url):
 def kept_at_first_visit(site):
     """The bytes the service worker keeps from a first visit: every file its
     sw.js lists but Python's."""
-    source = (site / "sw.js").read_text(encoding="utf-8")
-    listed = json.loads(re.search(r"^const SITE = (\{.*?^\});$", source, re.S | re.M).group(1))
-    return sum((site / page["url"]).stat().st_size for page in listed["pages"])
+    return sum((site / page["url"]).stat().st_size for page in kept_offline(site)["pages"])
 
 
 def before_python(site_url, site):

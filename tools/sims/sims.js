@@ -283,17 +283,14 @@ function mount(element, number) {
 // on a mid-range phone): a page that drew all of its simulations as it
 // loaded would stall for as long. Each is drawn as its mount comes within a
 // screen of the window instead, before the reader gets there.
-const near = new Map();        // a mount -> what to do once it is near
-const nearing = new IntersectionObserver((entries) => {
-  for (const entry of entries.filter((each) => each.isIntersecting)) {
-    nearing.unobserve(entry.target);
-    near.get(entry.target)();
-    near.delete(entry.target);
-  }
-}, { rootMargin: "100% 0px" });
 function whenNear(element, then) {
-  near.set(element, then);
-  nearing.observe(element);
+  const watching = new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) {
+      watching.disconnect();
+      then();
+    }
+  }, { rootMargin: "100% 0px" });
+  watching.observe(element);
 }
 
 // The download so far as a bar after `status`, and in megabytes and seconds

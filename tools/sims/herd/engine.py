@@ -116,11 +116,9 @@ class Herd(Rerun):
 
     def _run(self):
         s = self.settings
-        runs = {policy: contend(policy, s["clients"], s["base"], s["cap"], s["seed"])
-                for policy in POLICIES}
-        self.runs = runs
-        self.calls = runs[s["policy"]]
-        self.policies = {policy: summary(calls) for policy, calls in runs.items()}
+        self.runs = {policy: contend(policy, s["clients"], s["base"], s["cap"], s["seed"])
+                     for policy in POLICIES}
+        self.policies = {policy: summary(calls) for policy, calls in self.runs.items()}
 
     def _earn(self):
         s, ran = self.settings, self.policies[self.settings["policy"]]
@@ -136,12 +134,13 @@ class Herd(Rerun):
         s = self.settings
         ran = self.policies[s["policy"]]
         drawn = (s["policy"], BESIDE[s["policy"]])
-        return {"settings": dict(s), **ran, "timeline": timeline(self.calls, ran["seconds"]),
+        calls = self.runs[s["policy"]]
+        return {"settings": dict(s), **ran, "timeline": timeline(calls, ran["seconds"]),
                 "rasters": [{"policy": policy, **self.policies[policy], "slices": SLICES,
                              "rows": raster(self.runs[policy], s["clients"],
                                             self.policies[policy]["seconds"])}
                             for policy in drawn],
-                "crowds": crowds(self.calls),
+                "crowds": crowds(calls),
                 "policies": {policy: dict(each) for policy, each in self.policies.items()},
                 "names": dict(NAMES), "tasks": self.tasks()}
 
