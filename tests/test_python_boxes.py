@@ -32,6 +32,8 @@ TRY_ELSE = "a try with an else"
 CONSTRUCTS = {
     "format spec": (r"\{[^{}\s:]+:[<>^]?\d*(?:\.\d+)?[dfgs]?\}", ["format spec"]),
     "**args": (r"\*\*[a-z_]", ["**args", "keyword argument"]),
+    # a line that is only the second of two strings side by side
+    "strings side by side": (r'^\s+f?"[^"]*"\)?,?$', ["bracket", "joined into one"]),
     "with": (r"^\s*with\s[^#]*:", ["`with`", "context manager"]),
     "argparse": (r"\bargparse\b", ["argparse", "parse_args", "store_true"]),
     "argparse's lists, groups and defaults": (
