@@ -5,8 +5,11 @@ runs the file from the folder under test (code/, or a learner's WORK) in a
 fresh copy, and is graded for it.
 """
 
+import os
 import re
+import select
 import sqlite3
+import time
 
 import pytest
 
@@ -124,29 +127,49 @@ def test_ex06_work_help_is_written_by_argparse(folder):
     assert "waiting for jobs" not in output and not (folder / "ex06.db").exists(), output
 
 
+def receive(mail_server, emails):
+    """The first `emails` lines written to the FIFO mail_server, or fewer if
+    they do not come within COMMAND_TIMEOUT. Opened for reading and writing,
+    which on Linux never blocks (fifo(7)), so that no worker's close ends it."""
+    fd = os.open(mail_server, os.O_RDWR)
+    try:
+        received = b""
+        deadline = time.monotonic() + sandbox.COMMAND_TIMEOUT
+        while received.count(b"\n") < emails:
+            if not select.select([fd], [], [], max(0, deadline - time.monotonic()))[0]:
+                break
+            received += os.read(fd, 4096)
+        return received.decode().splitlines()
+    finally:
+        os.close(fd)
+
+
 def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(folder):
     """Two healthy workers, a 1 s lease, 2 s of work: two emails, no crash."""
     ex06 = "ex06_leases.py"
-    # Both workers wait before the job exists, so neither's start-up time
-    # matters: one claims it at once, the other when the lease runs out, a
-    # whole second (0.2 s at this warp) before the first is done.
+    # The outbox is a FIFO, so the mail server answers when the test reads
+    # it: the first send waits there until the other worker has claimed the
+    # job too. No busy machine can make the first finish within its lease.
+    os.mkfifo(folder / "outbox.txt")
     terminals = Terminals(folder, timewarp=5)
     try:
-        first, second = [terminals.start(f"python3 {ex06} work --lease 1") for _ in range(2)]
-        for worker in (first, second):
+        workers = [terminals.start(f"python3 {ex06} work --lease 1") for _ in range(2)]
+        for worker in workers:
             terminals.wait_for(worker, "waiting for jobs")
         terminals.run(f"python3 {ex06} enqueue ann@example.com")
-        for worker in (first, second):
+        for worker in workers:
+            terminals.wait_for(worker, "claimed job 1")
+        emails = receive(folder / "outbox.txt", 2)
+        for worker in workers:
             terminals.wait_for(worker, "no jobs left")
-        printed = [terminals.stop(worker) for worker in (first, second)]
+        printed = [terminals.stop(worker) for worker in workers]
     finally:
         terminals.close()
     assert sorted(re.findall(r"claimed job 1 \(attempt \d\)", "".join(printed))) == \
         ["claimed job 1 (attempt 1)", "claimed job 1 (attempt 2)"]
     assert not any("crashing" in output for output in printed)
-    assert [worker.popen.returncode for worker in (first, second)] == [0, 0]
-    assert [line.split(",")[0] for line in outbox(folder)] == \
-        ["welcome email to ann@example.com"] * 2
+    assert [worker.popen.returncode for worker in workers] == [0, 0]
+    assert [line.split(",")[0] for line in emails] == ["welcome email to ann@example.com"] * 2
 
 
 def test_the_guide_shows_exactly_the_parts_an_edited_exercise_changes():
