@@ -9,12 +9,15 @@ import ast
 import contextlib
 import copy
 import json
+import os
 import random
 import re
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import NamedTuple
@@ -177,6 +180,32 @@ class Terminals:
 def outbox(folder):
     path = folder / "outbox.txt"
     return path.read_text().splitlines() if path.exists() else []
+
+
+# Where a test needs a send to last until something else has happened (a
+# ^C, a `list`, a second claim), the outbox is a FIFO: a worker's open()
+# waits at this mail server until the test reads it, however long the
+# machine takes. A send of 2 s left a busy machine a window that closes.
+
+def hold_the_mail(folder):
+    os.mkfifo(folder / "outbox.txt")
+
+
+def receive(folder, emails, timeout=sandbox.COMMAND_TIMEOUT):
+    """The first `emails` lines sent to the held outbox, or fewer if they do
+    not come within timeout. The FIFO is opened for reading and writing,
+    which on Linux never blocks (fifo(7)) and lets no worker's close end it."""
+    fd = os.open(folder / "outbox.txt", os.O_RDWR)
+    try:
+        received = b""
+        deadline = time.monotonic() + timeout
+        while received.count(b"\n") < emails:
+            if not select.select([fd], [], [], max(0, deadline - time.monotonic()))[0]:
+                break
+            received += os.read(fd, 4096)
+        return received.decode().splitlines()
+    finally:
+        os.close(fd)
 
 
 def statuses(terminals, exercise):

@@ -5,16 +5,14 @@ runs the file from the folder under test (code/, or a learner's WORK) in a
 fresh copy, and is graded for it.
 """
 
-import os
 import re
-import select
 import sqlite3
-import time
 
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import Edit, Terminals, outbox, set_constant, statuses
+from tests.helpers import (Edit, Terminals, hold_the_mail, outbox, receive, set_constant,
+                           statuses)
 
 pytestmark = pytest.mark.exercise("ex06_leases.py")
 
@@ -127,30 +125,12 @@ def test_ex06_work_help_is_written_by_argparse(folder):
     assert "waiting for jobs" not in output and not (folder / "ex06.db").exists(), output
 
 
-def receive(mail_server, emails):
-    """The first `emails` lines written to the FIFO mail_server, or fewer if
-    they do not come within COMMAND_TIMEOUT. Opened for reading and writing,
-    which on Linux never blocks (fifo(7)), so that no worker's close ends it."""
-    fd = os.open(mail_server, os.O_RDWR)
-    try:
-        received = b""
-        deadline = time.monotonic() + sandbox.COMMAND_TIMEOUT
-        while received.count(b"\n") < emails:
-            if not select.select([fd], [], [], max(0, deadline - time.monotonic()))[0]:
-                break
-            received += os.read(fd, 4096)
-        return received.decode().splitlines()
-    finally:
-        os.close(fd)
-
-
 def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(folder):
     """Two healthy workers, a 1 s lease, 2 s of work: two emails, no crash."""
     ex06 = "ex06_leases.py"
-    # The outbox is a FIFO, so the mail server answers when the test reads
-    # it: the first send waits there until the other worker has claimed the
-    # job too. No busy machine can make the first finish within its lease.
-    os.mkfifo(folder / "outbox.txt")
+    # The first send waits at the mail server until the other worker has
+    # claimed the job too: no busy machine can make it finish within its lease.
+    hold_the_mail(folder)
     terminals = Terminals(folder, timewarp=5)
     try:
         workers = [terminals.start(f"python3 {ex06} work --lease 1") for _ in range(2)]
@@ -159,7 +139,7 @@ def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(folder
         terminals.run(f"python3 {ex06} enqueue ann@example.com")
         for worker in workers:
             terminals.wait_for(worker, "claimed job 1")
-        emails = receive(folder / "outbox.txt", 2)
+        emails = receive(folder, 2)
         for worker in workers:
             terminals.wait_for(worker, "no jobs left")
         printed = [terminals.stop(worker) for worker in workers]
