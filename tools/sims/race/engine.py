@@ -1,9 +1,13 @@
 """Race stepper (Chapter 4): two workers run ex05's claim_naive (SELECT, then
 UPDATE) or claim_atomic (one UPDATE ... RETURNING) one statement at a time,
 in the order the reader chooses, on a real SQLite file with one connection
-per worker. The code panel is the real source of claim_naive, claim_atomic
-and ack from code/ex05_two_workers.py, and the statements each step runs are
-read out of that source too, so what the reader sees is what runs.
+per worker. Each step is one statement of ex05's own code, read out of its
+source: the page shows it as one line of Python and runs that statement.
+
+The state keeps what the page draws in time: a log with one entry per step
+(what it found, and the jobs row after it), and each naive worker's gap,
+from the SELECT that found a job to the UPDATE that marked it. Where both
+workers' gaps overlap, both have looked and neither has marked: the race.
 
 Beyond stepping by hand, every_interleaving() runs every order of the two
 workers' steps, each on a fresh database, and counts those that send an
@@ -16,6 +20,7 @@ Or drive it from Python:
 """
 import argparse
 import ast
+import copy
 import functools
 import inspect
 import itertools
@@ -36,60 +41,27 @@ ADDRESSES = ("ann", "bob", "cat", "dan", "eve", "fay")
 
 # ex05's work() loop, cut down to one turn: the part the send and ack steps run.
 LOOP = """\
-# each worker, one turn of work()'s loop:
-job = {claim}(db)
+job = claim(db)
 if job is None:
-    return                                # no job: this worker stops
+    return
 job_id, kind, args = job
-HANDLERS[kind](**json.loads(args))        # send_welcome_email: the email goes out
+HANDLERS[kind](**json.loads(args))
 ack(db, job_id)"""
 
 
+# ---- the statements, out of ex05's source
 
-# ---- the code panel, and the statements it shows
+def body(function):
+    """The statements of one of ex05's functions."""
+    return ast.parse(textwrap.dedent(inspect.getsource(function))).body[0].body
 
-class Panel:
-    """The code the reader sees, and where in it each statement is."""
 
-    def __init__(self, claim):
-        self.lines = []
-        self.sections = []
-        claim_name = f"claim_{claim}"
-        self.claim = self._add_function(getattr(ex05, claim_name))
-        self.ack = self._add_function(ex05.ack)
-        self.loop = self._add_text("work() loop", LOOP.format(claim=claim_name))
-
-    def _add_text(self, name, text):
-        if self.lines:
-            self.lines.append("")
-        first = len(self.lines) + 1
-        self.lines += text.splitlines()
-        self.sections.append({"name": name, "first": first, "last": len(self.lines)})
-        return first
-
-    def _add_function(self, function):
-        source = textwrap.dedent(inspect.getsource(function))
-        first = self._add_text(function.__name__, source)
-        tree = ast.parse(source).body[0]
-        return {"name": function.__name__, "first": first, "body": tree.body}
-
-    def statement(self, function, matches):
-        """(lines, sql): the panel lines of the first statement in function's
-        body that matches, and the SQL it passes to db.execute, if any."""
-        for node in function["body"]:
-            if matches(node):
-                offset = function["first"] - 1
-                lines = range(node.lineno + offset, node.end_lineno + offset + 1)
-                return list(lines), sql_in(node)
-        raise LookupError(f"ex05_two_workers.py has changed: {function['name']} "
-                          f"has no statement this step can run")
-
-    def loop_lines(self, text, count=1):
-        """The panel lines of the loop listing, starting at the line containing text."""
-        for number in range(self.loop, len(self.lines) + 1):
-            if text in self.lines[number - 1]:
-                return list(range(number, number + count))
-        raise LookupError(f"the loop listing has no line with {text!r}")
+def find(statements, matches, where):
+    for node in statements:
+        if matches(node):
+            return node
+    raise LookupError(f"ex05_two_workers.py has changed: {where} has no statement "
+                      f"this step can run")
 
 
 def sql_in(node):
@@ -104,46 +76,56 @@ def runs_sql(word):
     return lambda node: word in (sql_in(node) or "")
 
 
+def is_if(node):
+    return isinstance(node, ast.If)
+
+
+def one_line(node):
+    """A statement as one line of Python, with its SQL on one line too."""
+    node = copy.deepcopy(node)
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            inner.value = " ".join(inner.value.split())
+    return " ".join(line.strip() for line in ast.unparse(node).splitlines())
+
+
 # ---- the steps: what each one runs, and what it reports
 
 class Step:
-    def __init__(self, label, lines, run, sql=None):
+    def __init__(self, label, node, run):
         self.label = label          # short: "SELECT", "if none: stop", "send", ...
-        self.lines = lines          # the panel lines it highlights
-        self.run = run              # run(race, worker, step) -> what it did, in words
-        self.sql = sql
+        self.code = one_line(node)  # the statement it runs, as the page shows it
+        self.sql = sql_in(node)
+        self.run = run              # run(race, worker, step) -> (in words, in short)
 
 
 @functools.lru_cache(maxsize=None)
-def panel_and_program(claim):
-    """Read once per claim: the source does not change while we run."""
-    panel = Panel(claim)
-    return panel, build_program(claim, panel)
-
-
-def build_program(claim, panel):
-    """The steps of one worker's turn, exactly as ex05 runs them."""
-    ack_lines, ack_sql = panel.statement(panel.ack, runs_sql("UPDATE"))
-    send = Step("send", panel.loop_lines("HANDLERS"), run_send)
-    ack = Step("UPDATE to done", ack_lines, run_ack, ack_sql)
+def program(claim):
+    """The steps of one worker's turn, exactly as ex05 runs them (read once per
+    claim: the source does not change while we run)."""
+    loop = ast.parse(LOOP).body
+    send = Step("send", find(loop, lambda node: "HANDLERS" in ast.unparse(node), "work()"),
+                run_send)
+    ack = Step("UPDATE to done", find(body(ex05.ack), runs_sql("UPDATE"), "ack"), run_ack)
     if claim == "naive":
-        select_lines, select_sql = panel.statement(panel.claim, runs_sql("SELECT"))
-        check_lines, _ = panel.statement(panel.claim, lambda node: isinstance(node, ast.If))
-        update_lines, update_sql = panel.statement(panel.claim, runs_sql("UPDATE"))
-        return [Step("SELECT", select_lines, run_select, select_sql),
-                Step("if none: stop", check_lines, run_check),
-                Step("UPDATE to running", update_lines, run_mark, update_sql),
-                send, ack]
-    claim_lines, claim_sql = panel.statement(panel.claim, runs_sql("UPDATE"))
-    return [Step("UPDATE ... RETURNING", claim_lines, run_claim_atomic, claim_sql),
-            Step("if none: stop", panel.loop_lines("if job is None", 2), run_check),
-            send, ack]
+        claim_naive = body(ex05.claim_naive)
+        return (Step("SELECT", find(claim_naive, runs_sql("SELECT"), "claim_naive"), run_select),
+                Step("if none: stop", find(claim_naive, is_if, "claim_naive"), run_check),
+                Step("UPDATE to running", find(claim_naive, runs_sql("UPDATE"), "claim_naive"),
+                     run_mark),
+                send, ack)
+    return (Step("UPDATE ... RETURNING", find(body(ex05.claim_atomic), runs_sql("UPDATE"),
+                                              "claim_atomic"), run_claim_atomic),
+            Step("if none: stop", find(loop, is_if, "work()"), run_check),
+            send, ack)
 
 
 def run_select(race, worker, step):
     worker.job = worker.db.execute(step.sql).fetchone()
     worker.locals = {"oldest": shown(worker.job)}
-    return f"SELECT found job {worker.job[0]}" if worker.job else "SELECT found no queued job"
+    if worker.job:
+        return f"SELECT found job {worker.job[0]}", f"found job {worker.job[0]}"
+    return "SELECT found no queued job", "found none"
 
 
 def run_claim_atomic(race, worker, step):
@@ -151,15 +133,17 @@ def run_claim_atomic(race, worker, step):
     worker.job = worker.db.execute(step.sql, (worker.name,)).fetchone()
     worker.locals = {"job": shown(worker.job)}
     worker.holds = worker.job[0] if worker.job else None
-    return (f"UPDATE ... RETURNING claimed job {worker.job[0]}" if worker.job
-            else "UPDATE ... RETURNING matched no queued job")
+    if worker.job:
+        return (f"UPDATE ... RETURNING claimed job {worker.job[0]}",
+                f"claimed job {worker.job[0]}")
+    return "UPDATE ... RETURNING matched no queued job", "matched none"
 
 
 def run_check(race, worker, step):
     if worker.job is None:
         worker.done = True
-        return "no job, so it stops"
-    return f"it has job {worker.job[0]}, so it goes on"
+        return "no job, so it stops", "none: stops"
+    return f"it has job {worker.job[0]}, so it goes on", "has one: goes on"
 
 
 def run_mark(race, worker, step):
@@ -172,7 +156,7 @@ def run_mark(race, worker, step):
     if before["worker"] not in (None, worker.name):
         # The naive UPDATE has no condition on status: it overwrites the other's mark.
         said += f", over {before['worker']}'s mark (the row said {before['status']})"
-    return said
+    return said, f"marked job {job_id}"
 
 
 def run_send(race, worker, step):
@@ -181,14 +165,15 @@ def run_send(race, worker, step):
     race.outbox.append({"job": job_id, "worker": worker.name, "duplicate": duplicate})
     if duplicate and race.claim == "naive":
         race.earned.add("duplicate")
-    return f"sent the email for job {job_id}" + (", a duplicate" if duplicate else "")
+    return (f"sent the email for job {job_id}" + (", a duplicate" if duplicate else ""),
+            f"job {job_id}: twice!" if duplicate else f"emailed job {job_id}")
 
 
 def run_ack(race, worker, step):
     worker.db.execute(step.sql, (worker.job[0],))
     worker.done = True
     worker.holds = None
-    return f"UPDATE marked job {worker.job[0]} done"
+    return f"UPDATE marked job {worker.job[0]} done", f"job {worker.job[0]} done"
 
 
 def touches(sql):
@@ -217,6 +202,8 @@ class RaceWorker:
         self.claimed_while_other_busy = False
         self.locals = {}                # its variables, as the code names them
         self.holds = None               # the job it believes is its own
+        self.looked = None              # the log entry of its SELECT that found a job
+        self.marked = None              # and of the UPDATE that marked it running
 
     def busy(self):
         return self.next > 0 and not self.done
@@ -257,9 +244,10 @@ class Race(Engine):
         for number in range(self.jobs):
             ex05.enqueue(setup, "welcome_email", address=f"{ADDRESSES[number]}@example.com")
         self.workers = [RaceWorker(i, db) for i, db in enumerate(self.connections[1:])]
-        self.panel, self.program = panel_and_program(self.claim)
+        self.program = program(self.claim)
         self.outbox = []
-        self.log = []                   # one entry per step run: who, what, which lines
+        self.log = []                   # one entry per step run: who, what, the row after
+        self.start = self.rows()        # the rows before any step
 
     def close(self):
         self._close_connections()
@@ -290,16 +278,53 @@ class Race(Engine):
         if runner.done:
             return f"{runner.name} has finished; it has nothing left to run"
         step = self.program[runner.next]
-        runner.last = step.run(self, runner, step)
+        before = self.table()
+        runner.last, short = step.run(self, runner, step)
         runner.next += 1
+        if step.run is run_select and runner.job:
+            runner.looked = len(self.log)
+        if step.run is run_mark:
+            runner.marked = len(self.log)
+        after = self.table()
+        # A mark over another worker's: the naive UPDATE does not look first.
+        over = [old["worker"] for old, new in zip(before, after)
+                if old["worker"] not in (None, new["worker"])]
         self.log.append({"worker": worker, "step": step.label, "said": runner.last,
-                         "lines": list(step.lines), "table": touches(step.sql)})
+                         "short": short, "table": touches(step.sql), "rows": self.rows(),
+                         "over": over[0] if over else None})
         if self.claim == "atomic" and self.finished() and self._overlapped_safely():
             self.earned.add("atomic-safe")
         return f"{runner.name}: {runner.last}"
 
+    @action
+    def replay(self, schedule):
+        """Back to the start with the same claim, then these steps, in order:
+        the page's way back to an earlier moment."""
+        if not isinstance(schedule, list):
+            raise ValueError("schedule must be a list of workers, 0 or 1")
+        self.reset()
+        for worker in schedule:
+            self.step(worker)
+
     def finished(self):
         return all(worker.done for worker in self.workers)
+
+    def gaps(self):
+        """Each naive worker's time between looking and marking, as log entries:
+        from its SELECT that found a job to its UPDATE (None: not marked yet)."""
+        return [{"worker": worker.index, "from": worker.looked, "to": worker.marked}
+                for worker in self.workers if worker.looked is not None]
+
+    def overlap(self):
+        """Where both workers are in their gaps at once (to None: still now).
+        Both have looked and neither has marked, so both claim the same job."""
+        gaps = self.gaps()
+        if len(gaps) < 2:
+            return None
+        start = max(gap["from"] for gap in gaps)
+        ends = [gap["to"] for gap in gaps if gap["to"] is not None]
+        end = min(ends, default=None)
+        return {"from": start, "to": end} if end is None or start < end else None
 
     def other(self, worker):
         return self.workers[1 - worker.index]
@@ -310,6 +335,10 @@ class Race(Engine):
 
     def row(self, job_id):
         return next(row for row in self.table() if row["id"] == job_id)
+
+    def rows(self):
+        """The jobs rows in short: [id, status, worker] each."""
+        return [[row["id"], row["status"], row["worker"]] for row in self.table()]
 
     def table(self):
         cursor = self.connections[0].execute("SELECT * FROM jobs ORDER BY id")
@@ -331,12 +360,14 @@ class Race(Engine):
         return {
             "claim": self.claim,
             "jobs": self.jobs,
-            "code": list(self.panel.lines),
-            "sections": [dict(section) for section in self.panel.sections],
+            "program": [{"label": step.label, "code": step.code} for step in self.program],
             "workers": [self._worker_state(worker) for worker in self.workers],
             "table": self.table(),
             "outbox": [dict(email) for email in self.outbox],
-            "log": [dict(entry) for entry in self.log],
+            "start": copy.deepcopy(self.start),
+            "log": copy.deepcopy(self.log),
+            "gaps": self.gaps(),
+            "overlap": self.overlap(),
             "result": self.result(),
             "finished": self.finished(),
             "tasks": self.tasks(),
@@ -346,8 +377,7 @@ class Race(Engine):
         step = None if worker.done else self.program[worker.next]
         return {
             "name": worker.name,
-            "next_line": step.lines[0] if step else None,
-            "next_lines": list(step.lines) if step else [],
+            "next": None if worker.done else worker.next,
             "next_step": step.label if step else None,
             "done": worker.done,
             "last": worker.last,

@@ -1,7 +1,10 @@
 """The race stepper's engine (tools/sims/race/engine.py): ex05's two claims
 stepped one statement at a time, every interleaving counted, what the page
 may call and its text program."""
+import ast
+import copy
 import inspect
+import itertools
 import json
 import math
 import re
@@ -62,10 +65,10 @@ def test_reset_starts_again_and_keeps_what_was_earned(opened):
     assert state["claim"] == "atomic" and state["outbox"] == [] and not state["finished"]
     assert state["table"][0]["status"] == "queued"
     assert state["tasks"][0]["done"]
-    assert state["code"][0] == "def claim_atomic(db):"
+    assert state["program"][0]["label"] == "UPDATE ... RETURNING"
 
 
-# The statement each step runs, as the panel line it highlights must show it.
+# The statement each step runs, as the page's line must show it.
 SHOWN = {"SELECT": ["SELECT", "status = 'queued'"],
          "if none: stop": ["is None"],
          "UPDATE to running": ["UPDATE", "'running'"],
@@ -75,26 +78,47 @@ SHOWN = {"SELECT": ["SELECT", "status = 'queued'"],
 
 
 @pytest.mark.parametrize("claim", race.CLAIMS)
-def test_the_next_line_shows_the_statement_the_worker_runs_next(opened, claim):
+def test_each_worker_says_which_step_it_runs_next(opened, claim):
     stepper = opened(race.Race, claim)
     seen = []
     while not stepper.state()["workers"][0]["done"]:
-        worker = stepper.state()["workers"][0]
-        lines = [stepper.state()["code"][n - 1] for n in worker["next_lines"]]
-        assert worker["next_line"] == worker["next_lines"][0]
-        for text in SHOWN[worker["next_step"]]:
-            assert text in "\n".join(lines), (worker["next_step"], lines)
+        state = stepper.state()
+        worker = state["workers"][0]
+        step = state["program"][worker["next"]]
+        assert worker["next_step"] == step["label"]
+        for text in SHOWN[step["label"]]:
+            assert text in step["code"], step
         seen.append(worker["next_step"])
         stepper.step(0)
+    assert stepper.state()["workers"][0]["next"] is None
     assert len(seen) == {"naive": 5, "atomic": 4}[claim]
 
 
+def statements(tree):
+    """Every statement in a tree, with each string's runs of white space made
+    one space: how the page writes a statement's SQL on one line."""
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = " ".join(node.value.split())
+    return [ast.dump(node) for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+
+
 @pytest.mark.parametrize("claim", race.CLAIMS)
-def test_the_code_panel_is_ex05s_own_source(opened, claim):
-    ex05 = race.ex05
-    code = "\n".join(opened(race.Race, claim).state()["code"])
-    assert inspect.getsource(getattr(ex05, f"claim_{claim}")) in code + "\n"
-    assert inspect.getsource(ex05.ack) in code + "\n"
+def test_each_step_is_one_of_ex05s_own_statements(opened, claim):
+    """What a step shows is a statement of code/ex05_two_workers.py, on one
+    line; but for the atomic claim's check, which is work()'s cut to one
+    turn: it stops where work() would wait and look again."""
+    ex05 = statements(ast.parse(inspect.getsource(race.ex05)))
+    for step in opened(race.Race, claim).state()["program"]:
+        line = step["code"]
+        assert "\n" not in line, line
+        shown = statements(ast.parse(line))[0]          # the line's own statement
+        if claim == "atomic" and step["label"] == "if none: stop":
+            assert line == "if job is None: return"
+            assert "        if job is None:\n" in inspect.getsource(race.ex05.work)
+        else:
+            assert shown in ex05, line
 
 
 def interleavings_with_one_job(claim):
@@ -144,18 +168,27 @@ def test_the_example_schedule_sends_a_duplicate(opened):
 def test_the_log_has_one_entry_per_step_in_words(opened):
     stepper = opened(race.Race, "naive")
     assert stepper.state()["log"] == []
+    assert stepper.state()["start"] == [[1, "queued", None]]     # the row before any step
     state = run_schedule(stepper, [0, 1, 0])
     assert [{key: entry[key] for key in ("worker", "step", "said")}
             for entry in state["log"]] == [
         {"worker": 0, "step": "SELECT", "said": "SELECT found job 1"},
         {"worker": 1, "step": "SELECT", "said": "SELECT found job 1"},
         {"worker": 0, "step": "if none: stop", "said": "it has job 1, so it goes on"}]
-    # each entry says which lines ran and whether they read or wrote the table
+    # each entry says whether it read or wrote the table, what it found in
+    # short, and the jobs row as it was after it: [id, status, worker]
     assert [entry["table"] for entry in state["log"]] == ["read", "read", None]
-    update = state["workers"][0]["next_lines"]  # where worker 1's pointer is now
-    state = run_schedule(stepper, [0])
-    assert state["log"][-1]["lines"] == update and state["log"][-1]["table"] == "wrote"
-    assert "UPDATE" in state["code"][update[0] - 1]
+    assert [entry["short"] for entry in state["log"]] == [
+        "found job 1", "found job 1", "has one: goes on"]
+    assert [entry["rows"] for entry in state["log"]] == [[[1, "queued", None]]] * 3
+    state = run_schedule(stepper, [0, 1, 1])         # both UPDATEs, worker 2's over 1's
+    assert [entry["table"] for entry in state["log"][3:]] == ["wrote", None, "wrote"]
+    assert [(entry["rows"], entry["over"]) for entry in state["log"][3:]] == [
+        ([[1, "running", "worker 1"]], None),
+        ([[1, "running", "worker 1"]], None),
+        ([[1, "running", "worker 2"]], "worker 1")]
+    assert state["log"][-1]["said"] == ("UPDATE marked job 1 running for worker 2, over "
+                                        "worker 1's mark (the row said running)")
     stepper.reset()
     assert stepper.state()["log"] == []
 
@@ -245,3 +278,61 @@ def test_the_race_program():
     assert counts["safe"] == counts["apart"] == 12
     assert "worker 2: sent the email for job 1, a duplicate" in out
     assert out.rstrip().endswith("Result: 2 emails for 1 job: job 1 was sent twice")
+
+
+# ---- the race drawn in time: each worker's gap, and where they overlap
+
+def test_a_naive_workers_gap_runs_from_its_select_to_its_update(opened):
+    stepper = opened(race.Race, "naive")
+    state = run_schedule(stepper, [0])
+    assert state["gaps"] == [{"worker": 0, "from": 0, "to": None}]   # looked, not marked
+    assert state["overlap"] is None
+    state = run_schedule(stepper, [1])
+    assert state["overlap"] == {"from": 1, "to": None}    # both looked; neither marked
+    state = run_schedule(stepper, [0, 0])                # worker 1 checks and marks
+    assert state["gaps"] == [{"worker": 0, "from": 0, "to": 3},
+                             {"worker": 1, "from": 1, "to": None}]
+    assert state["overlap"] == {"from": 1, "to": 3}
+
+
+def test_gaps_one_after_the_other_do_not_overlap(opened):
+    state = run_schedule(opened(race.Race, "naive"), [0, 0, 0, 1, 1])
+    # worker 2 looked after worker 1 marked, and found no job: no gap at all
+    assert state["gaps"] == [{"worker": 0, "from": 0, "to": 2}]
+    assert state["overlap"] is None
+
+
+def test_the_atomic_claim_has_no_gap(opened):
+    state = run_schedule(opened(race.Race, "atomic"), [0, 1, 0, 1, 0, 0])
+    assert state["gaps"] == [] and state["overlap"] is None
+
+
+def test_the_gaps_overlap_in_exactly_the_orders_that_send_twice(opened):
+    """Every order of both workers' steps, with one job: the gaps overlap at
+    the end if and only if the email went out twice."""
+    stepper = opened(race.Race, "naive")
+    seen = set()
+    for order in itertools.product((0, 1), repeat=10):
+        stepper.replay(list(order))
+        state = stepper.state()
+        schedule = tuple(entry["worker"] for entry in state["log"])
+        if schedule in seen or not state["finished"]:
+            continue
+        seen.add(schedule)
+        twice = any(email["duplicate"] for email in state["outbox"])
+        assert (state["overlap"] is not None) == twice, schedule
+    assert len(seen) == race.every_interleaving("naive")["schedules"]
+
+
+def test_replay_goes_back_to_a_moment_and_keeps_what_was_earned(opened):
+    stepper = opened(race.Race, "naive")
+    run_schedule(stepper, [0, 1, 0, 1, 0, 1, 0, 1])      # a duplicate: the task is earned
+    stepper.replay([0, 1, 0])
+    fresh = run_schedule(opened(race.Race, "naive"), [0, 1, 0])
+    state = stepper.state()
+    assert state["log"] == fresh["log"] and state["table"] == fresh["table"]
+    assert state["tasks"][0]["done"] and not fresh["tasks"][0]["done"]
+    with pytest.raises(ValueError, match="schedule must be a list"):
+        stepper.replay("010")
+    with pytest.raises(ValueError, match="worker must be a whole number"):
+        stepper.replay([0, 2])

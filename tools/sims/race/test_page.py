@@ -88,13 +88,13 @@ def test_the_race_steppers_two_claims_are_one_choice(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER, "race")
     naive, atomic = (sim.get_by_role("radio", name=f"the {claim} claim")
                      for claim in ("naive", "atomic"))
-    code = sim.locator('.race-picture g.race-worker[data-worker="1"]')   # worker 1's code
+    code = sim.locator(".race-program")                  # the steps, as code
     naive_code = code.text_content()
-    assert "def claim_naive(db):" in naive_code
+    assert "oldest = db.execute(" in naive_code and "RETURNING" not in naive_code
     atomic.check()
     expect(naive).not_to_be_checked()
     expect(code).not_to_have_text(naive_code)
-    expect(code).to_contain_text("def claim_atomic(db):")
+    expect(code).to_contain_text("RETURNING id, kind, args")
     watched.keyboard.press("ArrowLeft")               # atomic has the focus
     expect(naive).to_be_checked()
     expect(atomic).not_to_be_checked()
@@ -128,105 +128,124 @@ def test_the_race_stepper_plays_a_seeded_order_again_the_same_way(watched, site_
     assert watched.problems == []
 
 
-def race_worker(sim, number):
-    """One worker's part of the race picture: its code, pointer and locals."""
-    return sim.locator(f'.race-picture g.race-worker[data-worker="{number}"]')
+def steps(sim, *workers):
+    for worker in workers:
+        sim.get_by_role("button", name=f"Step worker {worker}").click()
+        answered(sim)
 
 
-def pointed_line(worker):
-    """The code line this worker's pointer points at, and its text."""
-    line = worker.locator(".race-pointer").get_attribute("data-line")
-    return line, worker.locator(f'.race-line[data-line="{line}"]').text_content()
+def box(locator):
+    return locator.bounding_box()
 
 
-def test_the_race_picture_moves_each_workers_pointer_and_shows_its_oldest(watched, site_url):
-    watched.emulate_media(reduced_motion="reduce")     # the pointer jumps: no glide to wait for
+def test_each_worker_is_marked_on_the_line_it_runs_next(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER, "race")
-    picture = sim.locator(".race-picture svg")
-    expect(picture).to_have_attribute("role", "img")
-    first, second = race_worker(sim, 1), race_worker(sim, 2)
-    for worker in (first, second):                  # both about to run the SELECT
-        expect(worker.locator(".race-pointer")).to_have_count(1)
-        assert "SELECT" in pointed_line(worker)[1]
-        expect(worker.locator(".race-locals")).not_to_contain_text("oldest")
-    before = pointed_line(second)
-    described = picture.locator("desc").text_content()
-    sim.get_by_role("button", name="Step worker 1").click()
-    answered(sim)
-    # worker 1's pointer is on the check now, with the line marked; worker 2's stays
-    line, text = pointed_line(first)
-    assert "if oldest is None" in text
-    marked = first.locator(".race-line.next")
-    assert marked.first.get_attribute("data-line") == line
-    arrow, row = (first.locator(selector).bounding_box()
-                  for selector in (".race-pointer", f'.race-line[data-line="{line}"]'))
-    assert row["y"] <= arrow["y"] + arrow["height"] / 2 <= row["y"] + row["height"]
-    assert pointed_line(second) == before
-    assert first.locator(".race-pointer").evaluate(
-        "pointer => getComputedStyle(pointer).transitionDuration") == "0s"
-    expect(first.locator(".race-locals")).to_contain_text("oldest = (1, 'welcome_email', …)")
-    expect(second.locator(".race-locals")).not_to_contain_text("oldest")
-    # worker 1 is in the gap the race lives in: it has looked, not marked
-    expect(first.locator(".race-holds")).to_have_text(
-        "in the gap: it has looked, and not marked the row yet")
-    expect(second.locator(".race-holds")).to_have_text("holds no job")
-    # the picture's description says what changed
-    assert picture.locator("desc").text_content() != described
-    expect(picture.locator("desc")).to_contain_text("worker 1")
+    lines = sim.locator(".race-program li")
+    expect(lines).to_have_count(5)                     # the naive claim's five steps
+
+    def where(worker):
+        return [index for index in range(5) if "here" in (lines.nth(index).locator(
+            f'.race-chip[data-worker="{worker}"]').get_attribute("class"))]
+
+    assert where(1) == where(2) == [0]
+    expect(lines.nth(0)).to_contain_text("SELECT id, kind, args FROM jobs")
+    steps(sim, 1)
+    assert where(1) == [1] and where(2) == [0]
+    expect(lines.nth(1)).to_contain_text("if oldest is None: return None")
+    # a chip not here is hidden from the eye and from a screen reader
+    assert lines.nth(1).locator('.race-chip[data-worker="2"]').evaluate(
+        "chip => getComputedStyle(chip).visibility") == "hidden"
     assert watched.problems == []
 
 
-def test_the_race_picture_shows_the_row_between_and_a_log_in_words(watched, site_url):
+def test_the_race_is_drawn_in_time_with_the_overlap_in_red(watched, site_url):
+    """Both SELECTs before either UPDATE: each worker's gap, from its look to
+    its mark, is shaded in its lane, and the time when both are in their gaps
+    is red, from the second look to the first mark."""
     sim = start_simulation(watched, site_url, CHAPTER, "race")
-    row = sim.locator(".race-picture .race-row")
+    picture = sim.locator(".race-picture svg")
+    marks = sim.locator(".race-picture .race-step")
+    expect(marks).to_have_count(0)
+    expect(sim.locator(".race-picture .race-next")).to_have_count(2)
+    steps(sim, 1)
+    expect(sim.locator(".race-picture .race-gap")).to_have_count(1)
+    expect(sim.locator(".race-picture .race-overlap")).to_have_count(0)
+    steps(sim, 2)
+    expect(sim.locator(".race-picture .race-overlap")).to_have_count(1)
+    expect(sim.locator(".race-key")).to_contain_text("Red: both workers have looked")
+    expect(picture.locator("desc")).to_contain_text("neither has marked the row")
+    steps(sim, 1, 2, 1)                                 # checks, then worker 1's UPDATE
+    expect(marks).to_have_count(5)
+    # each mark in its worker's lane, one below the other in the order they ran
+    lanes = [marks.nth(slot) for slot in range(5)]
+    assert [mark.get_attribute("data-worker") for mark in lanes] == ["1", "2", "1", "2", "1"]
+    tops = [box(mark)["y"] for mark in lanes]
+    assert tops == sorted(tops) and len(set(tops)) == 5
+    first, second = box(lanes[0]), box(lanes[1])
+    assert first["x"] + first["width"] < second["x"]
+    gaps = sim.locator(".race-picture .race-gap")
+    expect(gaps).to_have_count(2)
+    red = box(sim.locator(".race-picture .race-overlap"))
+    middle = [mark["y"] + mark["height"] / 2 for mark in map(box, lanes)]
+    assert red["y"] == pytest.approx(middle[1], abs=2)          # worker 2's SELECT
+    assert red["y"] + red["height"] == pytest.approx(middle[4], abs=2)   # worker 1's UPDATE
+    assert red["x"] <= first["x"] and second["x"] + second["width"] <= red["x"] + red["width"]
+    assert watched.problems == []
+
+
+def test_the_row_between_the_lanes_shows_each_change_and_the_mark_overwritten(watched,
+                                                                            site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "race")
+    rows = sim.locator(".race-picture .race-row")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_text("queued")           # the start, before any step
+    steps(sim, 1, 2)
+    arrows = sim.locator(".race-picture .race-arrow")
+    expect(arrows).to_have_count(2)                     # both SELECTs read the row
+    assert [arrows.nth(n).get_attribute("class") for n in range(2)] == ["race-arrow read"] * 2
+    expect(rows).to_have_count(1)                       # a read changes nothing
+    steps(sim, 1, 2, 1)
+    expect(rows).to_have_count(2)
+    expect(rows.last).to_have_text("running: worker 1")
+    expect(arrows.last).to_have_class("race-arrow wrote")
+    steps(sim, 2)                                       # worker 2's UPDATE, over 1's mark
+    expect(rows).to_have_count(3)
+    expect(rows.last).to_have_attribute("data-over", "true")
+    expect(rows.last).to_contain_text("running: worker 2")
+    expect(rows.last).to_contain_text("over worker 1")
     log = sim.locator("ol.race-log li")
-    expect(row).to_have_count(1)
-    expect(row).to_have_attribute("data-status", "queued")
-    expect(row).to_contain_text("queued")
-    expect(log).to_have_count(0)
-    said = []
-    for number, words in [(1, "worker 1: SELECT found job 1"),
-                          (2, "worker 2: SELECT found job 1"),
-                          (1, "worker 1: it has job 1, so it goes on")]:
-        sim.get_by_role("button", name=f"Step worker {number}").click()
-        answered(sim)
-        said.append(words)
-        expect(log).to_have_count(len(said))
-        expect(log.last).to_contain_text(words)
-        if "SELECT" in words:                                   # a read: the arrow points out
-            touch = sim.locator(".race-picture .race-touch")
-            expect(touch).to_have_text(f"worker {number} read the row")
-            expect(sim.locator(".race-picture .race-arrow")).to_have_attribute(
-                "data-table", "read")
-    expect(sim.locator(".race-picture .race-arrow")).to_have_count(0)   # the check: no SQL
-    expect(row).to_have_attribute("data-status", "queued")     # nobody has marked it yet
-    sim.get_by_role("button", name="Step worker 1").click()    # worker 1's UPDATE
+    expect(log.last).to_contain_text("over worker 1's mark")
+    steps(sim, 1, 2)                                    # both send
+    sends = sim.locator('.race-picture .race-step[data-twice="true"]')
+    expect(sends).to_have_count(1)
+    expect(sends).to_have_attribute("data-worker", "2")
+    expect(sends).to_contain_text("job 1: twice!")
+    expect(sim.locator(".sim-outbox li.duplicate")).to_contain_text("sent by worker 2")
+    assert watched.problems == []
+
+
+def test_a_click_on_a_step_goes_back_to_it_and_on_a_next_step_runs_it(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "race")
+    marks = sim.locator(".race-picture .race-step")
+    sim.locator('.race-picture .race-next[data-worker="2"]').click()
     answered(sim)
-    expect(row).to_have_attribute("data-status", "running")
-    expect(row).to_contain_text("running")
-    expect(row).to_contain_text("worker 1")
-    expect(log).to_have_count(4)
-    expect(log.last).to_contain_text("UPDATE marked job 1 running for worker 1")
-    expect(sim.locator(".race-picture .race-touch")).to_have_text("worker 1 wrote the row")
-    expect(sim.locator(".race-picture .race-arrow")).to_have_attribute("data-table", "wrote")
-    sim.get_by_role("button", name="Step worker 2").click()    # worker 2's check
-    sim.get_by_role("button", name="Step worker 2").click()    # and its UPDATE, over it
+    expect(marks).to_have_count(1)
+    expect(marks.first).to_have_attribute("data-worker", "2")
+    steps(sim, 1, 1, 1)
+    expect(marks).to_have_count(4)
+    marks.nth(1).click()                                # back to just after step 2
     answered(sim)
-    expect(row).to_contain_text("worker 2")
-    # both believe they hold job 1; the row names one of them
-    for number in (1, 2):
-        expect(race_worker(sim, number).locator(".race-holds")).to_contain_text("holds job 1")
-    # both send: the picture's outbox has two envelopes, the second a duplicate
-    emails = sim.locator(".race-picture .race-email")
-    expect(emails).to_have_count(0)
-    for number in (1, 2):
-        sim.get_by_role("button", name=f"Step worker {number}").click()
-        answered(sim)
-        expect(emails).to_have_count(number)
-        expect(emails.last).to_contain_text(f"sent by worker {number}")
-    expect(emails.first).to_have_attribute("data-duplicate", "false")
-    expect(emails.last).to_have_attribute("data-duplicate", "true")
-    expect(emails.last).to_contain_text("duplicate")
+    expect(marks).to_have_count(2)
+    expect(sim.locator(".race-picture .race-overlap")).to_have_count(1)
+    expect(sim.locator("ol.race-log li")).to_have_count(2)
+    back = sim.get_by_role("button", name="Back a step")
+    back.click()
+    answered(sim)
+    expect(marks).to_have_count(1)
+    back.click()
+    answered(sim)
+    expect(marks).to_have_count(0)
+    expect(back).to_be_disabled()
     assert watched.problems == []
 
 
@@ -258,31 +277,20 @@ def test_the_race_pictures_counts_are_the_engines(watched, site_url):
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_race_picture_sets_the_workers_side_by_side_or_stacks_them(new_page, site_url,
-                                                                      width):
-    """Wide, the row sits between the two code columns; on a phone the
-    columns stack, the row between them, and nothing is wider than the sim."""
+def test_the_race_keeps_its_lanes_side_by_side_at_any_width(new_page, site_url, width):
+    """On a phone too: worker 1's lane, the row, worker 2's lane, left to
+    right, and nothing wider than the simulation."""
     page = new_page(width, 900)
     sim = start_simulation(page, site_url, CHAPTER, "race")
-    sim.get_by_role("button", name="Step worker 1").click()
-    answered(sim)
-    first, second = (race_worker(sim, n).bounding_box() for n in (1, 2))
-    row = sim.locator(".race-picture .race-row").bounding_box()
-    picture = sim.locator(".race-picture svg").bounding_box()
-    body = sim.bounding_box()
+    steps(sim, 1, 2)
+    first, second = (box(sim.locator(f'.race-picture .race-step[data-worker="{n}"]'))
+                     for n in (1, 2))
+    row = box(sim.locator(".race-picture .race-row"))
+    picture, body = box(sim.locator(".race-picture svg")), box(sim)
     assert body["x"] <= picture["x"] and picture["x"] + picture["width"] <= body["x"] + body["width"]
-    # worker 1's SELECT read the row: an arrow from the row to worker 1's column
-    arrow = sim.locator(".race-picture .race-arrow")
-    expect(arrow).to_have_attribute("data-table", "read")
-    drawn = arrow.bounding_box()
-    if width == 1280:
-        assert first["x"] + first["width"] <= row["x"]
-        assert row["x"] + row["width"] <= second["x"]
-        assert first["x"] + first["width"] - 4 <= drawn["x"] <= row["x"]
-    else:
-        assert first["y"] + first["height"] <= row["y"]
-        assert row["y"] + row["height"] <= second["y"]
-        assert first["y"] + first["height"] - 4 <= drawn["y"] <= row["y"]
+    assert first["x"] + first["width"] <= row["x"] and row["x"] + row["width"] <= second["x"]
+    # the lanes' text is at least 9 px tall as drawn: readable, not shrunk away
+    assert box(sim.locator(".race-picture .race-step-name").first)["height"] >= 9
     # Each claim's radio button and its words stay on one line together.
     for choice in ("the naive claim", "the atomic claim"):
         label = sim.locator("fieldset label", has_text=choice)

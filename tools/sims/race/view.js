@@ -1,24 +1,25 @@
 // The race stepper (Chapter 4): two workers run Exercise 5's claim one
 // statement at a time, in the order the reader chooses, on a real SQLite
-// table. The picture sets each worker's own copy of the code side by side
-// (stacked on a narrow screen), each with a pointer at the line it runs
-// next and its local variables under it, and the jobs table's row between
-// them. Below: a log of every step, in words. "Try every interleaving"
-// runs all orders, counts duplicates and says why a real run rarely has one.
+// table. The picture is drawn in time, top to bottom: a lane for each
+// worker with a mark for each step it ran, and between the lanes the jobs
+// row as each step left it. A naive worker's gap, from the SELECT that found
+// a job to the UPDATE that marked it, is shaded; where both workers are in
+// their gaps at once the picture turns red: that is the race. Click a mark
+// to go back to just after it, or a worker's dashed next step to run it.
+// Above the lanes, the steps as code, one line each, with where each worker
+// is. "Try every interleaving" runs all orders and counts the duplicates.
 
 import { el, svg, player } from "../dom.js";
 
 const STEP_MS = 700;                  // one statement per step when playing
 
-// The picture's measures, in pixels (the SVG draws at 1:1).
-const ROW = 16;                       // one line of code
-const GUTTER = 38;                    // pointer and line number, left of the code
-const ROW_BOX = 156;                  // the jobs table's column, between the workers
-const INSET = 16;                     // room each side of the row's box, for an arrow
-const GAP = 14;
-const ENVELOPE = 40;                  // one email's height in the picture's outbox
-const OUTBOX = 24 + ENVELOPE + 8;     // the outbox's height when the columns stack
-const FEWEST_CHARS = 40;              // narrower code columns than this: stack them
+// The picture's measures, in pixels (the SVG draws at 1:1 when it fits).
+const HEAD = 30;                      // the names above the lanes
+const SLOT = 40;                      // one step, top to bottom
+const TIME = 30;                      // the step numbers, left of the lanes
+const GAP = 8;                        // between the columns
+const NARROWEST = 340;                // a narrower box scales the picture down
+const WIDEST = 720;
 
 // A small seeded random generator (mulberry32): the same seed plays the
 // same order of steps, so a run the reader found can be found again.
@@ -33,34 +34,10 @@ function seeded(seed) {
   };
 }
 
-// A line of code cut into pieces of at most width characters: before its
-// comment if that is enough, else at a space; the pieces after the first
-// are indented a little more than the line.
-function wrap(line, width) {
-  const indent = line.length - line.trimStart().length;
-  const pieces = [];
-  let rest = line.trimEnd();
-  let lead = "";
-  while ((lead + rest).length > width) {
-    const room = width - lead.length;
-    const comment = rest.search(/ {2,}# /);
-    let cut = comment > 0 && comment <= room ? comment : rest.lastIndexOf(" ", room);
-    if (cut <= rest.length - rest.trimStart().length) cut = room;
-    pieces.push(lead + rest.slice(0, cut).trimEnd());
-    rest = rest.slice(cut).trimStart();
-    lead = " ".repeat(Math.min(indent + 4, Math.floor(width / 3)));
-  }
-  pieces.push(lead + rest);
-  return pieces;
+// The jobs row as a step left it, in a few words.
+function rowSaid([id, status, worker]) {
+  return worker ? `${status}: ${worker}` : status;
 }
-
-// The naive claim's gap: a worker that has found a job and not yet marked it.
-function inTheGap(worker) {
-  return !worker.done && !worker.holds &&
-    worker.locals.some(([name, value]) => name === "oldest" && value !== "None");
-}
-
-const STATUS_MARK = { queued: "○", running: "◐", done: "●" };
 
 let views = 0;                        // a page may hold more than one
 
@@ -72,21 +49,23 @@ export default function race(body, { act, announce, tasks }) {
   let random = seeded(seed);
   let finished = [false, false];
   let last = null;                    // the state last drawn
-  let built = "";                     // what the code columns were built for
   const choices = ["naive", "atomic"].map((value) => el("label", {},
     el("input", { type: "radio", name: group,
       value, checked: value === claim, onchange: () => choose(value) }),
     ` the ${value} claim`));
   const stepButtons = [0, 1].map((worker) => el("button",
     { type: "button", onclick: () => act("step", worker) }, `Step worker ${worker + 1}`));
+  const back = el("button", { type: "button", onclick: () => goBack(-1) }, "Back a step");
   const play = el("button", { type: "button" }, "Play a random order");
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "3" }, "3×"));
   const seedShown = el("span", { class: "sim-clock" });
+  const program = el("ol", { class: "race-program" });
   // Named and described by its own title and desc, redrawn at each step.
   const picture = svg("svg", { role: "img", "aria-labelledby": `race-title-${views}`,
     "aria-describedby": `race-desc-${views}` });
   const box = el("div", { class: "sim-picture race-picture" }, picture);
+  const key = el("p", { class: "race-key" });
   const log = el("ol", { class: "race-log" });
   const outbox = el("ol", { class: "sim-outbox" });
   const result = el("p", { class: "sim-result" });
@@ -97,15 +76,14 @@ export default function race(body, { act, announce, tasks }) {
   body.append(
     el("div", { class: "sim-controls" },
       el("fieldset", {}, el("legend", {}, "Both workers use"), ...choices),
-      ...stepButtons, play, el("label", {}, "Speed ", speed),
+      ...stepButtons, back, play, el("label", {}, "Speed ", speed),
       el("button", { type: "button", onclick: () => restart(seed + 1) }, "Another order"),
       el("button", { type: "button", onclick: () => restart(seed) }, "Reset"),
       el("button", { type: "button", onclick: tryEveryOrder }, "Try every interleaving"),
       seedShown),
-    el("p", { class: "race-key" }, "Each worker runs its own copy of the code: ",
-      el("span", { "aria-hidden": "true" }, "▶"), " and the marked line are where it is now, ",
-      "the statement it runs at its next step. The jobs table sits between them."),
-    box,
+    el("section", { class: "race-code" },
+      el("h3", {}, "Each worker's steps, one statement each"), program),
+    box, key,
     el("div", { class: "sim-panels" },
       el("section", {}, el("h3", {}, "What each step did"), log),
       el("section", {}, el("h3", {}, "Outbox"), outbox, result)),
@@ -128,6 +106,15 @@ export default function race(body, { act, announce, tasks }) {
     seed = newSeed;
     random = seeded(seed);
     act("reset", claim);
+  }
+
+  // Back to just after step `to` of the log (-1: one step back): the engine
+  // runs the same order again from the start, to that moment.
+  function goBack(to) {
+    if (!last) return;
+    playing.stop();
+    const order = last.log.map((entry) => entry.worker);
+    act("replay", order.slice(0, to < 0 ? order.length + to : to + 1));
   }
 
   async function tryEveryOrder() {
@@ -174,253 +161,190 @@ export default function race(body, { act, announce, tasks }) {
     ordersBox.hidden = false;
   }
 
-  // ---- the picture
+  // ---- the steps as code
 
-  // The width of one character of the code's font, as drawn now (the
-  // course's font may arrive after the first drawing).
-  function measure() {
-    const probe = svg("text", { class: "race-code" }, "0123456789");
-    picture.append(probe);
-    const width = probe.getComputedTextLength() / 10;
-    probe.remove();
-    return width || 7.25;
+  function drawProgram(state) {
+    program.replaceChildren(...state.program.map((step, index) => el("li",
+      { "data-step": index },
+      el("span", { class: "race-at" }, ...state.workers.map((worker, number) =>
+        el("span", { class: worker.next === index ? "race-chip here" : "race-chip",
+          "data-worker": number + 1 },
+        el("span", { class: "visually-hidden" }, "next for worker "), String(number + 1)))),
+      el("code", {}, step.code))));
   }
 
-  // Where things go at this width: side by side, or one above the other.
+  // ---- the picture, in time
+
+  // Where the columns go at this width: the step numbers, worker 1's lane,
+  // the jobs row, worker 2's lane.
   function layout() {
-    const width = Math.max(box.clientWidth, 280);
-    const char = measure();
-    const wide = Math.floor((width - ROW_BOX - 2 * GAP) / 2);
-    if ((wide - GUTTER) / char >= FEWEST_CHARS) {
-      return { width, char, wide: true, column: wide,
-        chars: Math.floor((wide - GUTTER - 12) / char) };
-    }
-    return { width, char, wide: false, column: width,
-      chars: Math.floor((width - GUTTER - 12) / char) };
+    const width = Math.min(Math.max(box.clientWidth, NARROWEST), WIDEST);
+    const row = Math.round(Math.min(Math.max(width * 0.26, 96), 170));
+    const lane = Math.floor((width - TIME - row - 3 * GAP) / 2);
+    const lanes = [TIME + GAP, TIME + 2 * GAP + lane + row + GAP];
+    return { width, lane, row, lanes, rowAt: TIME + 2 * GAP + lane };
   }
 
-  let parts = null;                   // the pieces each draw updates
+    // Slot -1 is the start, before any step; slot i is after the log's step i.
+  const top = (slot) => HEAD + (slot + 1) * SLOT;
+  const middle = (slot) => top(slot) + SLOT / 2;
 
-  // The two code columns, the row's place and the locals' place: rebuilt
-  // when the code or the width changes, not at every step, so that a pointer
-  // can glide from line to line.
-  function build(state, at) {
-    const rows = [];                  // [line number or null, text, first piece of its line]
-    state.code.forEach((line, index) => {
-      wrap(line, at.chars).forEach((piece, part) => rows.push([index + 1, piece, part === 0]));
-    });
-    const codeTop = 24;
-    const codeHeight = rows.length * ROW + 8;
-    const localsTop = codeTop + codeHeight + 8;
-    const columnHeight = localsTop + 3 * ROW + 6;
-    const rowHeight = 20 + state.table.length * (at.wide ? 76 : 44) + 20 + (at.wide ? 0 : OUTBOX);
-    const workers = state.workers.map((worker, index) => {
-      const lines = new Map();
-      rows.forEach(([number, text, first], row) => {
-        if (!lines.has(number)) {
-          lines.set(number, svg("g", { class: "race-line", "data-line": number }));
-        }
-        const y = codeTop + 4 + row * ROW;
-        lines.get(number).append(
-          svg("rect", { class: "race-mark", x: 0, y, width: at.column, height: ROW }),
-          first ? svg("text", { class: "race-number", x: GUTTER - 8, y: y + 12,
-            "text-anchor": "end" }, String(number)) : null,
-          svg("text", { class: "race-code", x: GUTTER, y: y + 12 }, text));
-      });
-      const tops = new Map();
-      rows.forEach(([number], row) => {
-        if (!tops.has(number)) tops.set(number, codeTop + 4 + row * ROW);
-      });
-      const pointer = svg("g", { class: "race-pointer" },
-        svg("path", { d: `M 3 2 L 14 ${ROW / 2} L 3 ${ROW - 2} Z` }));
-      const locals = svg("text", { class: "race-locals", x: 8, y: localsTop + 12 });
-      const holds = svg("text", { class: "race-holds", x: 8, y: localsTop + 12 + ROW });
-      const column = svg("g", { class: "race-worker", "data-worker": index + 1 },
-        svg("rect", { class: "race-code-box", x: 0, y: codeTop, width: at.column,
-          height: codeHeight, rx: 4 }),
-        svg("text", { class: "race-name", x: 2, y: 16 }, worker.name),
-        ...lines.values(), pointer,
-        svg("rect", { class: "race-locals-box", x: 0, y: localsTop, width: at.column,
-          height: 3 * ROW + 6, rx: 4 }),
-        locals, holds);
-      return { column, lines, tops, pointer, locals, holds };
-    });
-    const table = svg("g", { class: "race-table" });
-    const arrow = svg("g");
-    let height;
-    // where each column and the table start, in the picture's own coordinates
-    const columns = at.wide
-      ? [[0, 0], [at.column + ROW_BOX + 2 * GAP, 0]]
-      : [[0, 0], [0, columnHeight + rowHeight + 3 * GAP]];
-    const tableAt = at.wide ? [at.column + GAP, codeTop] : [0, columnHeight + GAP];
-    columns.forEach(([x, y], index) => {
-      workers[index].column.setAttribute("transform", `translate(${x} ${y})`);
-    });
-    table.setAttribute("transform", `translate(${tableAt[0]} ${tableAt[1]})`);
-    height = at.wide ? columnHeight : 2 * columnHeight + rowHeight + 3 * GAP;
+  // Text that fits its room: squeezed a little where it would not.
+  function fitted(text, attributes, room) {
+    const node = svg("text", attributes, text);
+    fitting.push([node, room]);
+    return node;
+  }
+  let fitting = [];
+
+  function drawPicture(state) {
+    const at = layout();
+    const height = top(state.log.length + 1) + 6;   // the steps so far, and the next
+    const bottom = (gap) => middle(gap.to === null ? state.log.length : gap.to);
     const head = `race-head-${views}`;
+    fitting = [];
+    const shade = state.gaps.map((gap) => svg("rect", { class: "race-gap",
+      "data-worker": gap.worker + 1, x: at.lanes[gap.worker], width: at.lane,
+      y: middle(gap.from), height: bottom(gap) - middle(gap.from) }));
+    const overlap = state.overlap && svg("rect", { class: "race-overlap",
+      x: at.lanes[0], width: at.lanes[1] + at.lane - at.lanes[0],
+      y: middle(state.overlap.from), height: bottom(state.overlap) - middle(state.overlap.from) });
+    const sends = state.log.filter((entry) => entry.step === "send");
+    const marks = state.log.map((entry, slot) => {
+      const x = at.lanes[entry.worker];
+      // the outbox holds the emails in the order the sends ran
+      const twice = entry.step === "send" && state.outbox[sends.indexOf(entry)].duplicate;
+      return svg("g", { class: "race-step", "data-worker": entry.worker + 1,
+        "data-slot": slot, "data-table": entry.table, "data-twice": twice ? "true" : null,
+        onclick: () => goBack(slot) },
+      svg("title", {}, `Back to just after step ${slot + 1}`),
+      svg("rect", { x: x + 2, y: top(slot) + 3, width: at.lane - 4, height: SLOT - 6, rx: 4 }),
+      fitted(entry.step, { class: "race-step-name", x: x + 8, y: top(slot) + 17 }, at.lane - 14),
+      fitted(entry.short, { x: x + 8, y: top(slot) + 31 }, at.lane - 14));
+    });
+    // the jobs row at the start and wherever a step changed it
+    const rows = [{ rows: state.start, over: null }, ...state.log].map((entry, index) => {
+      const slot = index - 1;
+      const before = index ? (state.log[slot - 1] || { rows: state.start }).rows : null;
+      if (JSON.stringify(entry.rows) === JSON.stringify(before)) return null;
+      const said = entry.rows.map(rowSaid).join("; ");
+      const middleX = at.rowAt + at.row / 2;
+      // a mark over another's takes a second line, to say whose it replaced
+      return svg("g", { class: "race-row", "data-slot": slot,
+        "data-over": entry.over ? "true" : null },
+      svg("rect", { x: at.rowAt + 2, y: top(slot) + (entry.over ? 3 : 8), width: at.row - 4,
+        height: SLOT - (entry.over ? 6 : 16), rx: 3 }),
+      fitted(said, { x: middleX, y: top(slot) + (entry.over ? 18 : 25),
+        "text-anchor": "middle" }, at.row - 12),
+      entry.over ? fitted(`over ${entry.over}`, { x: middleX, y: top(slot) + 32,
+        "text-anchor": "middle" }, at.row - 12) : null);
+    });
+    // a read: an arrow from the row's line into the lane; a write: into the
+    // row as it changed
+    const arrows = state.log.filter((entry) => entry.table).map((entry) => {
+      const slot = state.log.indexOf(entry);
+      const lane = entry.worker === 0 ? at.lanes[0] + at.lane - 2 : at.lanes[1] + 2;
+      const edge = entry.table === "read" ? 0 : at.row / 2 - 2;
+      const row = at.rowAt + at.row / 2 + (entry.worker === 0 ? -edge : edge);
+      const [from, to] = entry.table === "read" ? [row, lane] : [lane, row];
+      return svg("path", { class: `race-arrow ${entry.table}`, "data-slot": slot,
+        d: `M ${from} ${middle(slot)} L ${to} ${middle(slot)}`, "marker-end": `url(#${head})` });
+    });
+    // what each worker runs next, dashed: click it to run it
+    const next = state.log.length;
+    const upcoming = state.workers.map((worker, index) => {
+      const x = at.lanes[index];
+      if (worker.done) {
+        return svg("text", { class: "race-finished", x: x + at.lane / 2, y: top(next) + 24,
+          "text-anchor": "middle" }, "finished");
+      }
+      return svg("g", { class: "race-next", "data-worker": index + 1,
+        onclick: () => act("step", index) },
+      svg("title", {}, `Run worker ${index + 1}'s next step`),
+      svg("rect", { x: x + 2, y: top(next) + 3, width: at.lane - 4, height: SLOT - 6, rx: 4 }),
+      svg("text", { class: "race-next-word", x: x + 8, y: top(next) + 17 }, "next"),
+      fitted(worker.next_step, { x: x + 8, y: top(next) + 31 }, at.lane - 14));
+    });
+    const numbers = state.log.map((entry, slot) => svg("text", { class: "race-time",
+      x: TIME - 4, y: top(slot) + 25, "text-anchor": "end" }, String(slot + 1)));
     picture.replaceChildren(
       svg("defs", {}, svg("marker", { id: head, viewBox: "0 0 10 10", refX: 9, refY: 5,
-        markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" },
+        markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
       svg("path", { d: "M 0 0 L 10 5 L 0 10 Z" }))),
-      svg("title", { id: `race-title-${views}` }, "The race: each " +
-      "worker's code with where it is, its local values, and the jobs table between them"),
-      svg("desc", { id: `race-desc-${views}` }), table, arrow, ...workers.map((worker) => worker.column));
+      svg("title", { id: `race-title-${views}` }, "The race in time: each worker's steps " +
+        "in its lane, top to bottom, and the jobs row between them as each step left it"),
+      svg("desc", { id: `race-desc-${views}` }, describe(state)),
+      ...shade, overlap || null,
+      svg("text", { class: "race-time", x: 0, y: 19 }, "step"),
+      svg("text", { class: "race-time", x: TIME - 4, y: top(-1) + 25, "text-anchor": "end" },
+        "0"),
+      ...state.workers.map((worker, index) => svg("text", { class: "race-name",
+        x: at.lanes[index] + at.lane / 2, y: 19, "text-anchor": "middle" }, worker.name)),
+      svg("text", { class: "race-name", x: at.rowAt + at.row / 2, y: 19,
+        "text-anchor": "middle" }, state.table.length === 1 ? "job 1's row" : "the jobs rows"),
+      svg("line", { class: "race-row-axis", x1: at.rowAt + at.row / 2, x2: at.rowAt + at.row / 2,
+        y1: HEAD - 4, y2: height - 4 }),
+      ...numbers, ...rows, ...arrows, ...marks, ...upcoming);
     picture.setAttribute("viewBox", `0 0 ${at.width} ${height}`);
     picture.setAttribute("width", at.width);
     picture.setAttribute("height", height);
-    parts = { workers, table, arrow, at, columns, tableAt, head, columnHeight,
-      desc: picture.querySelector("desc") };
-  }
-
-  function drawTable(state) {
-    const { at, table } = parts;
-    const left = at.wide ? INSET : 0;
-    const width = at.wide ? ROW_BOX - 2 * INSET : at.width;
-    const height = at.wide ? 70 : 38;
-    const children = [svg("text", { class: "race-table-name", x: left, y: 12 }, "jobs table")];
-    state.table.forEach((row, index) => {
-      const holder = row.worker || "nobody";
-      const status = `${STATUS_MARK[row.status] || "?"} ${row.status}`;
-      const lines = at.wide
-        ? [`job ${row.id}`, status, "worker column:", holder]
-        : [`job ${row.id}   ${status}`, `worker column: ${holder}`];
-      const top = 20 + index * (height + 6);
-      children.push(svg("g", { class: "race-row", "data-job": row.id, "data-status": row.status },
-        svg("rect", { x: left, y: top, width, height, rx: 4 }),
-        lines.map((text, line) => svg("text", { x: left + 8, y: top + 15 + line * ROW,
-          class: line === 0 ? "race-row-id" : "" }, text))));
-    });
-    // What the last step did to the table, in words, and (side by side) as
-    // an arrow: out of the row for a read, into it for a write.
-    const entry = state.log[state.log.length - 1];
-    const touched = entry && entry.table;
-    const below = 20 + state.table.length * (height + 6) + 14;
-    if (touched) {
-      // side by side, on two lines, to fit between the columns
-      const x = at.wide ? ROW_BOX / 2 : 0;
-      children.push(svg("text", { class: "race-touch", x, y: below,
-        "text-anchor": at.wide ? "middle" : "start" },
-      svg("tspan", {}, `${state.workers[entry.worker].name} `),
-      svg("tspan", at.wide ? { x, dy: ROW } : {}, `${touched} the row`)));
-    }
-    children.push(drawOutbox(state, below + (at.wide ? 2 * ROW + 8 : ROW)));
-    table.replaceChildren(...children);
-    parts.arrow.replaceChildren();
-    if (touched) {
-      const { columns, tableAt, workers, columnHeight } = parts;
-      let worker, row;              // the arrow's ends: at the worker, at the row
-      if (at.wide) {
-        const lineY = columns[entry.worker][1] +
-          workers[entry.worker].tops.get(entry.lines[0]) + ROW / 2;
-        const rowY = tableAt[1] + 20 + height / 2;
-        worker = [entry.worker === 0 ? at.column + 2 : columns[1][0] - 2, lineY];
-        row = [entry.worker === 0 ? tableAt[0] + INSET : tableAt[0] + ROW_BOX - INSET, rowY];
-      } else {                      // stacked: straight up to worker 1, down to worker 2
-        const x = at.width - 24;
-        worker = [x, entry.worker === 0 ? columnHeight + 2 : columns[1][1] - 2];
-        row = [x, entry.worker === 0 ? tableAt[1] + 20
-          : tableAt[1] + 20 + state.table.length * (height + 6) - 6];
+    // Squeeze only what does not fit; measured once it is on the page.
+    for (const [node, room] of fitting) {
+      if (node.getComputedTextLength() > room) {
+        node.setAttribute("textLength", room);
+        node.setAttribute("lengthAdjust", "spacingAndGlyphs");
       }
-      const [from, to] = touched === "read" ? [row, worker] : [worker, row];
-      parts.arrow.append(svg("path", { class: `race-arrow ${touched}`, "data-table": touched,
-        d: `M ${from[0]} ${from[1]} L ${to[0]} ${to[1]}`, "marker-end": `url(#${parts.head})` }));
     }
+    drawKey(state);
   }
 
-  // The emails sent so far, as envelopes: under the row when side by side
-  // (one below the other), in a line when stacked.
-  function drawOutbox(state, top) {
-    const { at } = parts;
-    const left = at.wide ? INSET : 0;
-    const width = ROW_BOX - 2 * INSET;
-    const group = svg("g", { class: "race-outbox" },
-      svg("text", { class: "race-table-name", x: left, y: top + 12 }, "outbox"));
-    state.outbox.forEach((email, index) => {
-      const x = at.wide ? left : index * (width + GAP);
-      const y = top + 20 + (at.wide ? index * (ENVELOPE + 8) : 0);
-      group.append(svg("g", { class: "race-email", "data-duplicate": String(email.duplicate) },
-        svg("rect", { x, y, width, height: ENVELOPE, rx: 3 }),
-        svg("path", { class: "race-flap", d: `M ${x} ${y} L ${x + width / 2} ${y + 10} ` +
-          `L ${x + width} ${y}` }),
-        svg("text", { x: x + 6, y: y + 24 }, `job ${email.job}` +
-          (email.duplicate ? " ⚠ duplicate" : "")),
-        svg("text", { x: x + 6, y: y + 36, class: "race-email-from" },
-          `sent by ${email.worker}`)));
-    });
-    if (!state.outbox.length) {
-      group.append(svg("text", { class: "race-table-name", x: left, y: top + 36 }, "(empty)"));
+  // A line under the picture for what it shows now, and no more.
+  function drawKey(state) {
+    const said = [];
+    if (state.overlap) {
+      said.push("Red: both workers have looked at the row and neither has marked it, " +
+        "so both take the job.");
+    } else if (state.gaps.length) {
+      said.push("Shaded: a worker has looked at the row and not yet marked it.");
+    } else if (!state.log.length) {
+      said.push("Click a worker's dashed next step to run it, or use the buttons.");
     }
-    return group;
+    if (state.log.length) said.push("Click a step to go back to just after it.");
+    key.textContent = said.join(" ");
   }
 
   function describe(state) {
     const where = state.workers.map((worker) => {
       const now = worker.done ? `${worker.name} has finished`
-        : `${worker.name} runs next: ${worker.next_step}, line ${worker.next_line}`;
-      const locals = worker.locals.map(([name, value]) => `${name} = ${value}`).join(", ");
-      return now + (locals ? `; its ${locals}` : "") +
-        (worker.holds ? `; it believes it holds job ${worker.holds}` : "") +
-        (inTheGap(worker) ? "; it has looked, and not marked the row yet" : "");
+        : `${worker.name} runs next: ${worker.next_step}`;
+      return now + (worker.holds ? `; it believes it holds job ${worker.holds}` : "");
     });
+    const steps = state.log.map((entry, slot) =>
+      `${slot + 1}, ${state.workers[entry.worker].name}: ${entry.step}, ${entry.short}`);
     const rows = state.table.map((row) =>
       `job ${row.id} is ${row.status}, its worker column says ${row.worker || "nobody"}`);
-    const sent = state.outbox.map((email) => `job ${email.job} by ${email.worker}` +
-      (email.duplicate ? ", a duplicate" : ""));
-    return `The ${state.claim} claim. ${where.join(". ")}. In the jobs table, ${rows.join("; ")}. ` +
-      `Emails sent: ${sent.length ? sent.join("; ") : "none"}.`;
+    const gap = state.overlap ? " Both workers have looked and neither has marked the row: " +
+      "both will claim the same job." : "";
+    return `The ${state.claim} claim. ${steps.length ? `Steps: ${steps.join("; ")}. ` : ""}` +
+      `${where.join(". ")}.${gap} In the jobs table, ${rows.join("; ")}.`;
   }
 
-  function drawPicture(state) {
-    const at = layout();
-    const key = `${state.code.join("\n")}|${at.width}|${at.char}`;
-    if (key !== built) {
-      built = key;
-      build(state, at);
-    }
-    state.workers.forEach((worker, index) => {
-      const part = parts.workers[index];
-      const next = new Set(worker.next_lines);
-      part.lines.forEach((line, number) => line.classList.toggle("next", next.has(number)));
-      if (worker.done) {
-        part.pointer.setAttribute("visibility", "hidden");
-        part.pointer.removeAttribute("data-line");
-      } else {
-        part.pointer.removeAttribute("visibility");
-        part.pointer.setAttribute("data-line", worker.next_line);
-        part.pointer.style.transform = `translate(0px, ${part.tops.get(worker.next_line)}px)`;
-      }
-      const locals = worker.locals.map(([name, value]) => `${name} = ${value}`);
-      part.locals.replaceChildren(...(locals.length ? locals : ["no local values yet"])
-        .map((text, line) => svg("tspan", { x: 8, dy: line ? ROW : 0 }, text)));
-      part.locals.classList.toggle("empty", !locals.length);
-      const gap = inTheGap(worker);
-      const holds = worker.done ? ["finished"]
-        : worker.holds ? [`believes it holds job ${worker.holds}`]
-          : gap ? ["in the gap: it has looked, ", "and not marked the row yet"]
-            : ["holds no job"];
-      part.holds.replaceChildren(...holds.map((text, line) =>
-        svg("tspan", { x: 8, dy: line ? ROW : 0 }, text)));
-      part.holds.classList.toggle("gap", gap);
-    });
-    drawTable(state);
-    parts.desc.textContent = describe(state);
-  }
-
-  // Drawn again for a new width, or once the course's font has come.
+  // Drawn again for a new width.
   new ResizeObserver(() => {
-    if (last && layout().width !== parts?.at.width) drawPicture(last);
+    if (last && layout().width !== Number(picture.getAttribute("width"))) drawPicture(last);
   }).observe(box);
   document.fonts.ready.then(() => last && drawPicture(last));
 
   function draw(state) {
     last = state;
+    drawProgram(state);
     drawPicture(state);
     seedShown.textContent = `seed ${seed}`;
     finished = state.workers.map((worker) => worker.done);
     stepButtons.forEach((button, index) => {
       button.disabled = state.workers[index].done;
     });
+    back.disabled = !state.log.length;
     log.replaceChildren(...state.log.map((entry) => el("li", {},
       `${state.workers[entry.worker].name}: ${entry.said}`)));
     outbox.replaceChildren(...state.outbox.map((email) => el("li",
