@@ -41,8 +41,25 @@ def two_workers_then_three_jobs(terminals, claim):
     return [terminals.stop(worker) for worker in workers]
 
 
+# Lines the naive claim's race gap gets in the test's copy: having looked, a
+# worker goes on to mark the job only once the other worker has looked at it
+# too (or after 20 s of the virtual clock, 10 s or more of real time at
+# SLOW_TIMEWARP). The guide's gap of 0.3 s is 150 ms of real time there, and
+# a busy machine that runs no second worker within it left one worker to
+# claim every job alone; held open, the race's outcome is the claim's doing.
+HOLD_THE_GAP = """\
+    open(f"looked-{oldest[0]}-{os.getpid()}", "w").close()
+    until = time.monotonic() + 20
+    while time.monotonic() < until and sum(
+            name.startswith(f"looked-{oldest[0]}-") for name in os.listdir()) < 2:
+        time.sleep(0.01)
+"""
+
+
 def test_ex05_two_naive_workers_email_everyone_twice(slow_terminals, folder):
     """With claim_naive, two workers started together send every email twice."""
+    gap = "    time.sleep(RACE_GAP_SECONDS)"
+    sandbox.apply_edit(folder, "ex05_two_workers.py", gap, HOLD_THE_GAP + gap)
     two_workers_then_three_jobs(slow_terminals, "naive")
     sent = [line.split(",")[0] for line in outbox(folder)]
     assert sorted(sent) == sorted(f"welcome email to {name}@example.com"
