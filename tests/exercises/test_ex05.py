@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import Edit, Terminals, outbox
+from tests.helpers import Edit, Terminals, hold_the_mail, outbox, receive
 
 pytestmark = pytest.mark.exercise("ex05_two_workers.py")
 
@@ -41,8 +41,25 @@ def two_workers_then_three_jobs(terminals, claim):
     return [terminals.stop(worker) for worker in workers]
 
 
+# Lines the naive claim's race gap gets in the test's copy: having looked, a
+# worker goes on to mark the job only once the other worker has looked at it
+# too (or after 20 s of the virtual clock, 10 s or more of real time at
+# SLOW_TIMEWARP). The guide's gap of 0.3 s is 150 ms of real time there, and
+# a busy machine that runs no second worker within it left one worker to
+# claim every job alone; held open, the race's outcome is the claim's doing.
+HOLD_THE_GAP = """\
+    open(f"looked-{oldest[0]}-{os.getpid()}", "w").close()
+    until = time.monotonic() + 20
+    while time.monotonic() < until and sum(
+            name.startswith(f"looked-{oldest[0]}-") for name in os.listdir()) < 2:
+        time.sleep(0.01)
+"""
+
+
 def test_ex05_two_naive_workers_email_everyone_twice(slow_terminals, folder):
     """With claim_naive, two workers started together send every email twice."""
+    gap = "    time.sleep(RACE_GAP_SECONDS)"
+    sandbox.apply_edit(folder, "ex05_two_workers.py", gap, HOLD_THE_GAP + gap)
     two_workers_then_three_jobs(slow_terminals, "naive")
     sent = [line.split(",")[0] for line in outbox(folder)]
     assert sorted(sent) == sorted(f"welcome email to {name}@example.com"
@@ -51,13 +68,26 @@ def test_ex05_two_naive_workers_email_everyone_twice(slow_terminals, folder):
 
 def test_ex05_two_atomic_workers_email_everyone_once_and_share_the_work(terminals, folder):
     """With claim_atomic, each email goes once, and both workers send some."""
-    printed = two_workers_then_three_jobs(terminals, "atomic")
-    sent = outbox(folder)
+    ex05 = "ex05_two_workers.py"
+    # The first email waits at the mail server until both workers have
+    # claimed a job: however long a busy machine leaves the second worker
+    # unrun, the first cannot send all three meanwhile.
+    hold_the_mail(folder)
+    workers = [terminals.start(f"python3 {ex05} work atomic") for _ in range(2)]
+    for worker in workers:
+        terminals.wait_for(worker, "waiting for jobs")
+    terminals.run(f"python3 {ex05} enqueue ann@example.com bob@example.com cat@example.com")
+    for worker in workers:
+        terminals.wait_for(worker, "claimed job")
+    sent = receive(folder, 3)
+    for worker in workers:
+        terminals.wait_for(worker, "no jobs left")
+    printed = [terminals.stop(worker) for worker in workers]
     assert sorted(line.split(",")[0] for line in sent) == [
         f"welcome email to {name}@example.com" for name in ["ann", "bob", "cat"]], sent
     senders = {line.split("sent by ")[1] for line in sent}
     assert len(senders) == 2, sent
-    assert all("claimed job" in output for output in printed)
+    assert sorted(re.findall(r"claimed job (\d)", "".join(printed))) == ["1", "2", "3"], printed
 
 
 def drain(terminals, folder, claim, jobs, workers, until_done, batches=1):
