@@ -111,13 +111,18 @@ def test_ex08_the_same_seed_loses_the_same_requests_and_replies_as_ex07(folder):
 
 
 # Two processes send the same key at the same moment. The bank's connection
-# is wrapped so that each lookup is followed by a pause, which holds open the
-# gap between looking the key up and charging. MODE rewrites the bank's
-# transaction: as written, a plain BEGIN, or none at all.
+# is wrapped so that after each lookup it waits for the other request's
+# lookup, which holds open the gap between looking the key up and charging
+# until both have looked, however late a busy machine runs the second. As
+# written, the other cannot look (its BEGIN IMMEDIATE waits for the lock this
+# one holds), so there it goes on after a second, and however late the other
+# comes it finds the key. MODE rewrites the bank's transaction: as written, a
+# plain BEGIN, or none at all.
 BANK_REQUEST = """
 import pathlib, sys, time
 import ex08_idempotency as ex
 name, mode = sys.argv[1:]
+OTHER = {"a": "b", "b": "a"}[name]
 ex.BANK_SECONDS = 0
 ex.LOST_REQUEST = ex.LOST_REPLY = 0          # every request arrives and is answered
 REWRITE = {"immediate": {}, "deferred": {"BEGIN IMMEDIATE": "BEGIN"},
@@ -140,7 +145,10 @@ class SlowLookups:
         if sql.lstrip().startswith("SELECT"):
             row = result.fetchone()
             print(name, "found", "nothing" if row is None else "the key", flush=True)
-            time.sleep(0.3)
+            pathlib.Path("looked-" + name).touch()
+            until = time.monotonic() + (1 if mode == "immediate" else 20)
+            while not pathlib.Path("looked-" + OTHER).exists() and time.monotonic() < until:
+                time.sleep(0.002)
             return Found(row)
         return result
 
@@ -158,7 +166,7 @@ BANK_RACE = """
 import contextlib, io, pathlib, re, subprocess, sys, time
 import ex08_idempotency as ex
 for mode in ["immediate", "deferred", "none"]:
-    for old in pathlib.Path().glob("ready-*"):
+    for old in [*pathlib.Path().glob("ready-*"), *pathlib.Path().glob("looked-*")]:
         old.unlink()
     pathlib.Path("go").unlink(missing_ok=True)
     with contextlib.redirect_stdout(io.StringIO()):
