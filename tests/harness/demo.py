@@ -42,11 +42,13 @@ for _ in range(int(sys.argv[1])):
     time.sleep(1)
 """
 
+# Sends for 2 s, or as many as its argument says: a ^C a transcript sends
+# must land in the sleep, so those give it a minute, however busy the machine.
 SENDER = """
-import time
+import sys, time
 try:
     print("sending")
-    time.sleep(2)
+    time.sleep(float(sys.argv[1]) if sys.argv[1:] else 2)
     print("sent")
 except KeyboardInterrupt:
     print("\\nstopped")

@@ -61,11 +61,11 @@ def test_a_block_alone_is_a_session_of_its_own(demo):
 
 @pytest.mark.parametrize("body", [
     "$ python3 sender.py\nsending\nsent\n",
-    "$ python3 sender.py\nsending\n^C\nstopped\n",   # ^C lands during the sleep
+    "$ python3 sender.py 60\nsending\n^C\nstopped\n",   # ^C lands during the sleep
     "$ echo waiting; sleep 30\nwaiting\n^C\n",      # bash and its sleep both stop
 ], ids=["without ^C", "with ^C", "a group"])
 def test_ctrl_c_at_a_moment(demo, body):
-    # At 4 times faster, the 2 s sleep leaves 0.5 s to send ^C in.
+    # At 4 times faster, the 60 s sleep leaves 15 s to send ^C in.
     text, lines = guide_text(('{.console timewarp="4"}', body))
     assert sessions.check_text(text, demo) == dict.fromkeys(lines)
 
@@ -164,9 +164,10 @@ def test_a_command_still_running(demo, monkeypatch, blocks, running, moment):
 
 
 def test_extra_lines_after_the_expected_ones(demo):
-    text, lines = guide_text(('{.console timewarp="4"}', "$ python3 sender.py\nsending\n^C\n"))
+    text, lines = guide_text(('{.console timewarp="4"}',
+                              "$ python3 sender.py 60\nsending\n^C\n"))
     assert sessions.check_text(text, demo)[lines[0]] == (
-        f"guide.md:{lines[0] + 1}: `$ python3 sender.py` printed something else:\n"
+        f"guide.md:{lines[0] + 1}: `$ python3 sender.py 60` printed something else:\n"
         f"--- expected (guide)\n+++ actual\n@@ -1 +1,3 @@\n sending\n+\n+stopped")
 
 

@@ -61,7 +61,7 @@ STAMPED = ("console", """
     stamp pid 4242: slept 2.03 s
     stamp: done
     """)
-SENT = ('{.console timewarp="4"}', "$ python3 sender.py\nsending\n^C\nstopped\n")
+SENT = ('{.console timewarp="4"}', "$ python3 sender.py 60\nsending\n^C\nstopped\n")
 COUNTED = ("console", """
     $ python3 -c "[print('line', n) for n in range(1, 6)]; print('end')"
     line 1
