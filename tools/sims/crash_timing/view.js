@@ -234,8 +234,10 @@ function crashPicture({ moved, settled }) {
       ? svg("path", { class: "ct-arrow", d: `M${middle - 8} 17h16l-8 ${TOP - 21}z` })
       : svg("path", { class: "ct-bolt", d: `M${middle + 5} 15L${middle - 7} 29h6l-4 ` +
           `${TOP - 31}l13 -17h-6l4 -10z` });
-    // A line down through the rows, broken where it would cover a row's shape.
-    const stops = [TOP - 2, ...lines.flatMap((y) => [y - 10, y + 10]), height - KEY];
+    // A line down through the rows, broken where it would cover a row's
+    // words or shapes.
+    const stops = [TOP - 2, ...lines.flatMap((y) => [y - LINE, y - LINE + HEAD + 5, y - 10,
+      y + 10]), height - KEY];
     const through = [];
     for (let number = 0; number < stops.length; number += 2) {
       through.push(`M${middle} ${stops[number]}V${stops[number + 1]}`);
