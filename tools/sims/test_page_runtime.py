@@ -209,18 +209,19 @@ def test_a_boot_that_never_ends_gives_up_with_a_message(new_context, site_url):
 
 
 def test_actions_made_while_python_answers_are_not_lost(watched, site_url):
-    """A reader who picks a protection and a crash and presses Run, faster
-    than Python answers: each call waits for the one before, and the run is
-    the one chosen, not dropped nor run with the old choice."""
+    """A reader who moves the crash, picks a protection and presses Run,
+    faster than Python answers: each call waits for the one before, and the
+    run is the one chosen, not dropped nor run with the old choice."""
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
-    controls = [sim.get_by_label("Protection").element_handle(),
-                sim.get_by_label("Crash").element_handle(),
+    controls = [sim.get_by_role("slider", name="When the worker dies").element_handle(),
+                sim.get_by_label("Protection").element_handle(),
                 sim.get_by_role("button", name="Run", exact=True).element_handle()]
-    watched.evaluate("""([protection, crash, run]) => {
-        protection.value = "none";
+    watched.evaluate("""([marker, protection, run]) => {
+        for (const key of ["Home", "ArrowRight", "ArrowRight"]) {
+            marker.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+        }
+        protection.value = "key-apart";
         protection.dispatchEvent(new Event("change"));
-        crash.value = "after-effect";
-        crash.dispatchEvent(new Event("change"));
         run.click();
     }""", controls)
     answered(sim)

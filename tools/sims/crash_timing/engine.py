@@ -51,10 +51,14 @@ Run it in a terminal (every crash point against every protection):
 Or drive it from Python:
     sim = CrashTiming("none", "after-effect"); sim.run(); sim.state()
     sim.choose("key-apart", "between-effect-and-key", run=True)   # chosen and run at once
+    sim.compare("after-effect")          # that crash under every protection, each run
 
-The state also holds what the page's picture draws: the chosen protection's
-steps in order (its stations), how many steps come before each crash point,
-and what a crash at each of its points leads to (its column of the matrix).
+The page draws every protection at once, a row each, under one crash
+marker: so the state holds, for each protection, its steps in order (its
+stations), how many steps come before each of its crash points, and what a
+crash at each leads to (its column of the matrix); and the marker's stops,
+every moment in the order of a job's life, then no crash. The chosen
+protection is the one whose story (its timeline) the page tells.
 """
 import argparse
 import shutil
@@ -82,7 +86,7 @@ PROTECTIONS = {
     "ack-first": "acknowledge first, then add the points: at most once",
 }
 
-# What the page's matrix calls each protection, in a column's heading.
+# What the page calls each protection, short: a row's label, a column's heading.
 NAMES = {"none": "no protection", "key": "idempotency key", "key-apart": "key recorded apart",
          "transaction": "one transaction", "ack-first": "ack first"}
 
@@ -459,15 +463,19 @@ class CrashTiming(Engine):
     PAGE_STARTS_WITH = {"crash": "none"}
 
     def __init__(self, protection="none", crash=None):
-        """crash: one of the protection's moments; by default after the
-        effect, the danger zone, where the protection has that moment."""
+        """crash: any moment (one the protection's code never passes runs
+        to n/a); by default after the effect, the danger zone, where the
+        protection has that moment, and no crash where it has not."""
         super().__init__()
         self.protection = check("protection", protection, self.SETTINGS["protection"])
-        self.crash = "after-effect"
+        self.crash = "none"
         self.surveys = {}                     # protection -> its stations and moments
         self.outcomes = {}                    # protection -> each moment's outcome
-        self.seen = {}                        # (protection, crash) -> outcome, from run()
-        self.last = None                      # the result of the last run()
+        self.seen = {}                        # (protection, crash) -> outcome, from runs
+        self.last = None                      # the result of the last run of the chosen one
+        if crash is None:
+            offered = [point["id"] for point in self.crash_points()]
+            crash = "after-effect" if "after-effect" in offered else "none"
         self.choose(crash=crash)
 
     def crash_points(self, protection=None):
@@ -493,33 +501,47 @@ class CrashTiming(Engine):
 
     @action
     def choose(self, protection=None, crash=None, run=False):
-        """Pick a protection, a crash point, or both. A moment the protection
-        lacks is refused, unless the protection changes in the same call (a
-        page sends both its choices at once): then, as when no moment is
-        given, a moment the new protection lacks falls back to no crash.
-        With run, the choice is run at once: its outcome."""
-        chosen = self.protection if protection is None else check(
-            "protection", protection, self.SETTINGS["protection"])
-        available = [point["id"] for point in self.crash_points(chosen)]
-        wanted = self.crash if crash is None else check("crash", crash, self.SETTINGS["crash"])
-        if wanted not in available:
-            if crash is not None and chosen == self.protection:
-                raise ValueError(f"the {chosen} protection has no moment {crash!r}; "
-                                 f"its moments: {', '.join(available)}")
-            wanted = "none"
-        self.protection, self.crash, self.last = chosen, wanted, None
+        """Pick the protection whose story is told, a crash point, or both.
+        The page's one crash marker moves along every protection at once,
+        so any moment goes with any protection: one its code never passes
+        runs to n/a. With run, the choice is run at once: its outcome."""
+        if protection is not None:
+            self.protection = check("protection", protection, self.SETTINGS["protection"])
+        if crash is not None:
+            self.crash = check("crash", crash, self.SETTINGS["crash"])
+        self.last = None
         return self.run() if run else None
 
     @action
     def run(self):
         """Run the chosen story once; its outcome."""
         self.last = play(self.protection, self.crash)
-        outcome = self.last["outcome"]
-        self.seen[(self.protection, self.crash)] = outcome
+        return self.saw(self.protection, self.crash, self.last["outcome"])
+
+    @action
+    def compare(self, crash):
+        """A crash at one moment under every protection, each run afresh:
+        what the page's rows show under its one marker. Each protection's
+        outcome and effects; the chosen one's story is kept, as run()
+        keeps it."""
+        self.crash = check("crash", crash, self.SETTINGS["crash"])
+        found = {}
+        for protection in PROTECTIONS:
+            result = play(protection, crash)
+            self.saw(protection, crash, result["outcome"])
+            found[protection] = {"outcome": result["outcome"], "effects": result["effects"]}
+            if protection == self.protection:
+                self.last = result
+        return found
+
+    def saw(self, protection, crash, outcome):
+        """A run's outcome, noted: the tasks it earns. The outcome."""
+        self.seen[(protection, crash)] = outcome
         if outcome in ("duplicate", "lost"):
             self.earned.add(outcome)
-        if any(self.seen.get(("key-apart", crash)) == "duplicate"
-               and self.seen.get(("transaction", crash)) == "exactly once" for crash in CRASHES):
+        if any(self.seen.get(("key-apart", moment)) == "duplicate"
+               and self.seen.get(("transaction", moment)) == "exactly once"
+               for moment in CRASHES):
             self.earned.add("key-not-enough")
         return outcome
 
@@ -537,6 +559,16 @@ class CrashTiming(Engine):
                             for key, label in PROTECTIONS.items()],
                 "cells": cells}
 
+    def row(self, protection):
+        """One protection as the page draws it, a row under the one marker:
+        its names, its steps, and its crash points, each with the steps
+        before it, its detail and what a crash there leads to."""
+        outcomes = self.outcomes_of(protection)
+        return {"id": protection, "name": NAMES[protection], "label": PROTECTIONS[protection],
+                "stations": [dict(station) for station in self.surveyed(protection)["stations"]],
+                "points": [{**point, **outcomes[point["id"]]}
+                           for point in self.crash_points(protection)]}
+
     def state(self):
         last = self.last or {}
         return {
@@ -544,10 +576,10 @@ class CrashTiming(Engine):
             "crash": self.crash,
             "protections": [{"id": key, "label": label, "name": NAMES[key]}
                             for key, label in PROTECTIONS.items()],
-            "crash_points": self.crash_points(),
-            "stations": [dict(station) for station in self.surveyed()["stations"]],
-            "outcomes": {crash: dict(found)
-                         for crash, found in self.outcomes_of(self.protection).items()},
+            # The marker's stops: the job's life in order, then no crash.
+            "moments": [{"id": key, "label": label} for key, label in CRASHES.items()
+                        if key != "none"] + [{"id": "none", "label": CRASHES["none"]}],
+            "rows": [self.row(protection) for protection in PROTECTIONS],
             "lease": LEASE_SECONDS,
             "timeline": [dict(step) for step in last.get("timeline", [])],
             "outcome": last.get("outcome"),

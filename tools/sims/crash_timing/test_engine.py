@@ -164,21 +164,22 @@ def test_the_choices_name_each_moment_as_the_matrix_does(matrix):
     assert "inside the job's transaction" in details["transaction"]["between-effect-and-key"]
 
 
-def test_choose_keeps_what_applies_and_refuses_what_does_not():
+def test_choose_keeps_the_moment_whatever_the_protection():
+    """The page's one crash marker moves along every protection at once, so
+    a protection whose code never passes the moment keeps it: its run is
+    n/a. A moment or a protection that does not exist is refused."""
     sim = CrashTiming("none", "after-effect")
     sim.choose(protection="key")
     assert (sim.protection, sim.crash) == ("key", "after-effect")
     sim.choose(protection="transaction")                 # it has no after-effect moment
-    assert (sim.protection, sim.crash) == ("transaction", "none")
-    with pytest.raises(ValueError, match="has no moment 'after-effect'"):
-        sim.choose(crash="after-effect")
-    sim.choose("key-apart", "between-effect-and-key")
-    sim.choose("transaction", "between-effect-and-key")  # both have it: kept
-    assert sim.crash == "between-effect-and-key"
-    sim.choose("key", "between-effect-and-key")          # a new protection without it
-    assert (sim.protection, sim.crash) == ("key", "none")
+    assert (sim.protection, sim.crash) == ("transaction", "after-effect")
+    assert sim.run() == "n/a"
+    assert whats(sim.state())[-1] == ("explorer", "the worker never passed that moment: this "
+                                                  "protection does not have it")
+    sim.choose("key", "between-effect-and-key")
+    assert (sim.protection, sim.crash) == ("key", "between-effect-and-key")
     for bad in [lambda: sim.choose(protection="hope"), lambda: sim.choose(crash="later"),
-                lambda: CrashTiming("none", "in-transaction")]:
+                lambda: CrashTiming("none", "soon")]:
         with pytest.raises(ValueError):
             bad()
 
@@ -220,8 +221,8 @@ def test_the_crash_timing_state_is_json():
     sim.run()
     state = sim.state()
     assert json.loads(json.dumps(state)) == state
-    assert {"protection", "crash", "protections", "crash_points", "timeline", "outcome",
-            "effects", "tasks", "stations", "outcomes"} <= set(state)
+    assert {"protection", "crash", "protections", "moments", "rows", "timeline", "outcome",
+            "effects", "tasks"} <= set(state)
     assert {"t", "who", "what", "kind"} == set(state["timeline"][0])
 
 
@@ -247,22 +248,69 @@ AFTER = {                       # crash point: how many steps came before it, in
 }
 
 
+def row(state, protection):
+    (found,) = [row for row in state["rows"] if row["id"] == protection]
+    return found
+
+
 @pytest.mark.parametrize("protection", COLUMNS)
 def test_each_protection_reports_its_steps_and_where_each_crash_falls(matrix, protection):
-    state = CrashTiming(protection).state()
-    assert [station["label"] for station in state["stations"]] == STATIONS[protection]
+    """Whichever protection is chosen, the state holds a row for every one,
+    in the matrix's order and under its names."""
+    state = CrashTiming("key").state()
+    assert [found["id"] for found in state["rows"]] == list(COLUMNS)
+    found = row(state, protection)
+    assert [station["label"] for station in found["stations"]] == STATIONS[protection]
     names = {column["id"]: column["name"] for column in matrix["columns"]}
-    assert [item["name"] for item in state["protections"]] == [names[key] for key in COLUMNS]
-    assert {point["id"]: point["after"] for point in state["crash_points"]} == AFTER[protection]
+    assert found["name"] == names[protection]
+    assert found["label"] == crash_timing.PROTECTIONS[protection]
+    assert {point["id"]: point["after"] for point in found["points"]} == AFTER[protection]
 
 
 @pytest.mark.parametrize("protection", COLUMNS)
-def test_the_state_holds_every_crash_points_outcome_as_the_matrix_has_it(matrix, protection):
-    outcomes = CrashTiming(protection).state()["outcomes"]
+def test_each_row_holds_every_crash_points_outcome_as_the_matrix_has_it(matrix, protection):
+    points = row(CrashTiming().state(), protection)["points"]
     offered = [crash for crash in EXPECTED if cell(matrix, crash, protection)[0] != "n/a"]
-    assert list(outcomes) == offered
-    assert {crash: (found["outcome"], found["effects"]) for crash, found in outcomes.items()} \
+    assert [point["id"] for point in points] == offered
+    assert {point["id"]: (point["outcome"], point["effects"]) for point in points} \
         == {crash: cell(matrix, crash, protection) for crash in offered}
+
+
+def test_the_moments_are_the_job_life_in_order_then_no_crash(matrix):
+    """The one crash marker's stops: every moment some protection passes,
+    in the order of a job's life, and no crash at the end; named as the
+    matrix's rows are."""
+    moments = CrashTiming().state()["moments"]
+    rows = {found["id"]: found["label"] for found in matrix["rows"]}
+    assert [moment["id"] for moment in moments] == [crash for crash in EXPECTED
+                                                     if crash != "none"] + ["none"]
+    assert all(moment["label"] == rows[moment["id"]] for moment in moments)
+
+
+@pytest.mark.parametrize("crash", EXPECTED)
+def test_compare_runs_one_crash_under_every_protection(crash):
+    """What the page's rows show under the one crash marker, each run afresh."""
+    sim = CrashTiming()
+    found = sim.compare(crash)
+    assert list(found) == list(COLUMNS)
+    assert [(cell["outcome"], cell["effects"]) for cell in found.values()] == \
+        list(EXPECTED[crash])
+    assert sim.crash == crash
+
+
+def test_compare_tells_the_chosen_protections_story_and_earns_its_tasks():
+    sim = CrashTiming("transaction", "none")
+    sim.compare("after-effect")
+    state = sim.state()
+    assert (state["crash"], state["outcome"]) == ("after-effect", "n/a")
+    assert tasks(state) == {"duplicate": True, "lost": False, "key-not-enough": False}
+    sim.choose(protection="key-apart")
+    sim.compare("between-effect-and-key")
+    state = sim.state()
+    assert (state["outcome"], state["effects"]) == DUP and state["timeline"]
+    assert tasks(state)["key-not-enough"] and not tasks(state)["lost"]
+    sim.compare("between-ack-and-effect")
+    assert all(tasks(sim.state()).values())
 
 
 def test_choose_can_run_the_choice_at_once():
@@ -289,8 +337,11 @@ def test_api_round_trip_for_the_crash_timing_explorer(instances):
     assert tasks(answer["state"])["lost"]
     answer = ask("crash-timing", "c1", "choose", {"protection": "key", "crash": "after-effect"})
     assert answer["ok"] and answer["state"]["timeline"] == []
-    refused = ask("crash-timing", "c1", "choose", {"crash": "in-transaction"})
-    assert not refused["ok"] and "has no moment" in refused["error"]
+    refused = ask("crash-timing", "c1", "choose", {"crash": "later"})
+    assert not refused["ok"] and "crash must be" in refused["error"]
+    answer = ask("crash-timing", "c1", "compare", {"crash": "after-effect"})
+    assert answer["result"]["none"] == {"outcome": "duplicate", "effects": 2}
+    assert answer["state"]["crash"] == "after-effect"
     assert ask("crash-timing", "c1", "close")["result"] is True
 
 

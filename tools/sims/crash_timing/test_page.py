@@ -16,48 +16,154 @@ SMOKE = ["Run", "Step", "Show every crash and protection"]
 SIDEWAYS_ON_A_PHONE = 1          # the matrix of every crash and protection
 
 
-def test_the_crash_timing_explorer_tasks_and_matrix(watched, site_url):
+NAMES = ["no protection", "idempotency key", "key recorded apart", "one transaction",
+         "ack first"]
+
+
+def crash_marker(sim):
+    return sim.get_by_role("slider", name="When the worker dies")
+
+
+def move_marker(page, sim, stops_from_the_start):
+    """The crash marker, from the keyboard: Home, then that many stops on."""
+    marker = crash_marker(sim)
+    marker.focus()
+    page.keyboard.press("Home")
+    for _ in range(stops_from_the_start):
+        page.keyboard.press("ArrowRight")
+    return marker
+
+
+def row(sim, protection):
+    return sim.locator(f'.ct-row[data-protection="{protection}"]')
+
+
+def test_every_protection_is_a_row_under_one_crash_marker(watched, site_url):
+    """Five rows, one per protection, each its own steps, and one marker
+    over them all: moved once, every row says what that crash does to it."""
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
+    expect(sim.locator(".ct-row-name")).to_have_text(NAMES)
+    expect(row(sim, "key-apart").locator(".ct-station")).to_have_text(
+        ["claim", "add points", "record key", "ack"])
+    expect(row(sim, "ack-first").locator(".ct-station")).to_have_text(["claim", "ack", "add points"])
+    outcomes = sim.locator(".ct-row-outcome")
+    expect(outcomes).to_have_text(["added once"] * 5)           # the page opens on no crash
+    marker = crash_marker(sim)
+    expect(marker).to_have_attribute("aria-valuemax", "6")      # six moments, then no crash
+    expect(marker).to_have_attribute("aria-valuenow", "6")
+    move_marker(watched, sim, 3)
+    expect(marker).to_have_attribute("aria-valuetext",
+                                     "crash after the effect: no protection twice, idempotency "
+                                     "key once, key recorded apart once, one transaction n/a, "
+                                     "ack first once")
+    expect(outcomes).to_have_text(["added twice", "added once", "added once", "n/a",
+                                   "added once"])
+    expect(row(sim, "transaction")).to_have_class(re.compile(r"\bct-na\b"))
+    expect(row(sim, "none").locator(".ct-two")).to_have_count(1)   # a shape, not a colour
+    answered(sim)
+    expect(task_done(sim, "duplicate")).to_have_class("done")     # run, for real
+    expect(sim.locator("[aria-live=polite]")).to_have_text(re.compile(
+        r"^Crash after the effect: no protection twice, .*, ack first once\.$"))
+    assert watched.problems == []
 
-    def run(protection, crash):
-        sim.get_by_label("Protection").select_option(protection)
-        sim.get_by_label("Crash").select_option(crash)
-        expect(sim.get_by_label("Crash")).to_have_value(crash)
-        sim.get_by_role("button", name="Run", exact=True).click()
-        answered(sim)
-        sim.get_by_role("button", name="Show all").click()
-        return sim.locator(".sim-result")
 
+def test_the_marker_stands_over_the_same_moment_in_every_row(watched, site_url):
+    """Each row draws a moment where the one marker stands for it: the
+    rows' steps fall between the moments their code passes."""
+    sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
+    marker = move_marker(watched, sim, 2)                       # between the effect and its key
+    box = marker.bounding_box()
+    middle = box["x"] + box["width"] / 2
+    for protection in ("key-apart", "transaction"):
+        point = row(sim, protection).locator('.ct-point[data-crash="between-effect-and-key"]')
+        found = point.bounding_box()
+        assert abs(found["x"] + found["width"] / 2 - middle) < 1.5, (protection, found, box)
+    expect(sim.locator(".ct-row.ct-na")).to_have_count(3)
+    assert watched.problems == []
+
+
+def test_the_protections_have_short_names_and_say_the_rest(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
+    choice = sim.get_by_label("Protection")
+    expect(choice.locator("option")).to_have_text(NAMES)
+    choice.select_option("key-apart")
+    expect(choice).to_have_accessible_description(
+        re.compile(r"^A key recorded apart: the points go to the queue's own database"))
+    expect(row(sim, "key-apart")).to_have_class(re.compile(r"\bct-chosen\b"))
+    assert choice.evaluate("(select) => select.getBoundingClientRect().width") < 250
+    assert watched.problems == []
+
+
+def test_the_matrix_is_a_grid_of_the_rows_glyphs(watched, site_url):
+    """Every crash against every protection, each cell run: a glyph a cell,
+    n/a greyed, its words for a screen reader, and a legend of one line."""
+    sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
+    sim.get_by_role("button", name="Show every crash and protection").click()
+    grid = sim.locator(".sim-matrix table")
+    expect(grid.locator("thead th")).to_have_text(["Crash", *NAMES])
+    expect(grid.locator("tbody tr")).to_have_count(7)
+    expect(grid.locator("td")).to_have_count(35)
+    expect(grid.locator("td.ct-na")).to_have_count(13)
+    expect(grid.locator("td .ct-two")).to_have_count(2)
+    expect(grid.locator("td .ct-none")).to_have_count(1)
+    expect(grid.locator("td .ct-one")).to_have_count(19)
+    inside = grid.locator("tr", has_text="inside the open transaction").locator("td")
+    expect(inside.nth(3)).to_have_text("exactly once (1 effect)")
+    expect(inside.nth(0)).to_have_text("n/a")
+    legend = sim.locator(".ct-legend")
+    expect(legend).to_have_text(re.compile(r"once.*twice.*never.*n/a"))
+    lines = legend.evaluate("(p) => p.getBoundingClientRect().height / "
+                            "parseFloat(getComputedStyle(p).lineHeight)")
+    assert lines < 1.5, lines
+    assert watched.problems == []
+
+
+def test_the_crash_timing_tasks_tick_as_the_marker_moves(watched, site_url):
+    """Each stop of the marker runs that crash under every protection: the
+    tasks tick from those runs, one stop at a time."""
+    sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
     status = sim.get_by_role("status")       # says what to try, and each task done
     expect(status).to_have_text("Try first: make a crash send the effect twice.")
-    expect(run("none", "after-effect")).to_have_text("Outcome: ⚠ duplicate (2 effects)")
+    marker = crash_marker(sim)
+    marker.focus()
+    for key in ("End", "ArrowLeft", "ArrowLeft", "ArrowLeft"):   # to after the effect, from
+        watched.keyboard.press(key)                               # the end: no task on the way
+    answered(sim)
+    expect(marker).to_have_attribute("aria-valuetext", re.compile("^crash after the effect: "))
     expect(task_done(sim, "duplicate")).to_have_class("done")
+    expect(task_done(sim, "lost")).not_to_have_class("done")
     expect(status).to_have_text("Done: make a crash send the effect twice. "
                                 "Next: make a crash lose the job's effect.")
-    expect(run("ack-first", "between-ack-and-effect")).to_have_text("Outcome: ✗ lost (0 effects)")
+    move_marker(watched, sim, 1)                                 # after the ack, before the effect
+    answered(sim)
+    expect(row(sim, "ack-first").locator(".ct-row-outcome")).to_have_text("never added")
     expect(task_done(sim, "lost")).to_have_class("done")
-    expect(run("key-apart", "between-effect-and-key")).to_contain_text("duplicate")
-    expect(run("transaction", "between-effect-and-key")).to_contain_text("exactly once")
-    expect(sim.get_by_label("Crash")).to_have_accessible_description(
-        re.compile("inside the job's transaction"))
+    expect(task_done(sim, "key-not-enough")).not_to_have_class("done")
+    watched.keyboard.press("ArrowRight")                         # before the key is recorded
+    answered(sim)
     expect(task_done(sim, "key-not-enough")).to_have_class("done")
     expect(status).to_have_text(re.compile(r"^Done: find a crash point .* the transaction "
                                            r"does\. That was the last task\.$"))
-    sim.get_by_role("button", name="Show every crash and protection").click()
-    matrix = sim.locator(".sim-matrix table")
-    expect(matrix.locator("thead th")).to_have_text(
-        ["Crash", "no protection", "idempotency key", "key recorded apart", "one transaction",
-         "ack first"])
-    expect(matrix.locator("tbody tr")).to_have_count(7)
-    expect(matrix.locator("tr", has_text="inside the open transaction")).to_contain_text(
-        "✓ exactly once (1 effect)")
-    rows = matrix.locator("tbody th").all_text_contents()
-    for protection in ("none", "key", "key-apart", "transaction", "ack-first"):
-        sim.get_by_label("Protection").select_option(protection)
-        expect(sim.get_by_label("Protection")).to_have_value(protection)
-        answered(sim)
-        offered = sim.get_by_label("Crash").locator("option").all_text_contents()
-        assert set(offered) <= set(rows), (protection, offered)   # the matrix's own words
+    assert watched.problems == []
+
+
+def test_the_story_below_is_the_chosen_protections_at_the_marker(watched, site_url):
+    sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
+    move_marker(watched, sim, 2)
+    answered(sim)
+    sim.get_by_label("Protection").select_option("key-apart")
+    answered(sim)
+    expect(sim.get_by_label("Protection")).to_have_accessible_description(
+        re.compile("before the worker records their key in a step of its own"))
+    sim.get_by_role("button", name="Run", exact=True).click()
+    answered(sim)
+    expect(sim.locator(".sim-result")).to_have_text("Outcome: ⚠ duplicate (2 effects)")
+    sim.get_by_label("Protection").select_option("none")       # its code never passes there
+    answered(sim)
+    expect(sim.get_by_label("Protection")).to_have_accessible_description(
+        re.compile("never passes the marker's moment"))
+    sim.get_by_role("button", name="Run", exact=True).click()
+    expect(sim.locator(".sim-result")).to_have_text("Outcome: – n/a")
     assert watched.problems == []
 
 
@@ -82,7 +188,7 @@ def test_the_crash_timing_explorer_answers_run_step_and_play(watched, site_url):
     choice the explorer opens with answers no task."""
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
     timeline, outcome = sim.locator(".sim-events li"), sim.locator(".sim-result")
-    expect(sim.get_by_label("Crash")).to_have_value("none")
+    expect(crash_marker(sim)).to_have_attribute("aria-valuetext", re.compile("^no crash: "))
     sim.get_by_role("button", name="Step", exact=True).click()
     expect(timeline).to_have_count(1)
     expect(outcome).to_have_text("")
@@ -90,127 +196,56 @@ def test_the_crash_timing_explorer_answers_run_step_and_play(watched, site_url):
     expect(outcome).to_have_text("Outcome: ✓ exactly once (1 effect)")
     assert timeline.count() > 1
     expect(task_done(sim, "duplicate")).not_to_have_class("done")
-    sim.get_by_label("Crash").select_option("after-effect")
+    sim.get_by_label("Protection").select_option("key")
     expect(timeline).to_have_count(0)                  # the last story was another choice's
     sim.get_by_role("button", name="Play").click()
     expect(timeline.first).to_be_visible()
-    expect(outcome).to_have_text("Outcome: ⚠ duplicate (2 effects)")
-    expect(task_done(sim, "duplicate")).to_have_class("done")
+    expect(outcome).to_have_text("Outcome: ✓ exactly once (1 effect)")
+    expect(task_done(sim, "duplicate")).not_to_have_class("done")
     assert watched.problems == []
 
 
-def crash_marker(sim):
-    return sim.get_by_role("slider", name="When the worker dies")
-
-
-def test_the_crash_timing_picture_draws_the_steps_and_every_crash_points_outcome(watched,
-                                                                              site_url):
-    """The job's life as a line of stations, one per step of the chosen
-    protection's code; on it, each crash point drawn by the shape of its
-    outcome; and an image whose name and description say it all in words."""
+def test_the_crash_timing_picture_says_in_words_what_it_draws(watched, site_url):
+    """An image whose name says every protection's outcome at the marker,
+    and whose description each row's steps and crash points."""
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
     picture = sim.get_by_role("img")
-    expect(sim.locator(".ct-station")).to_have_text(["claim", "add points", "ack"])
-    expect(sim.locator(".ct-point")).to_have_count(4)          # its four moments
-    expect(sim.locator('.ct-point[data-crash="after-effect"]')).to_have_class(
-        re.compile(r"\bduplicate\b"))
-    expect(sim.locator(".ct-point.duplicate .ct-two")).to_have_count(1)   # a shape, not a colour
-    expect(picture).to_have_accessible_name(re.compile(r"no protection: claim, add points, ack"))
-    expect(picture).to_have_accessible_description(
-        re.compile(r"A crash after the effect, before the ack: duplicate"))
-    sim.get_by_label("Protection").select_option("key-apart")
-    expect(sim.locator(".ct-station")).to_have_text(
-        ["claim", "add points", "record key", "ack"])
-    expect(sim.locator(".ct-point.duplicate")).to_have_attribute(
-        "data-crash", "between-effect-and-key")
-    sim.get_by_label("Protection").select_option("transaction")
-    expect(sim.locator(".ct-point.duplicate, .ct-point.lost")).to_have_count(0)
-    expect(sim.locator(".ct-point")).to_have_count(5)
+    expect(picture).to_have_accessible_name(
+        "One job's life under five protections, no crash: no protection once, idempotency "
+        "key once, key recorded apart once, one transaction once, ack first once.")
+    expect(picture).to_have_accessible_description(re.compile(
+        r"^no protection: claim, add points, ack; no crash once, a crash after the claim once, "
+        r"a crash after the effect twice, a crash after the ack once\. idempotency key: "))
+    expect(picture).to_have_accessible_description(re.compile(
+        r"ack first: claim, ack, add points; .*a crash after the ack, before the effect never"))
     assert watched.problems == []
 
 
-def test_the_crash_marker_is_a_slider_with_the_moment_in_words(watched, site_url):
+def test_dragging_the_crash_marker_changes_every_rows_outcome(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
-    marker = crash_marker(sim)
-    expect(marker).to_have_attribute("aria-valuemin", "0")
-    expect(marker).to_have_attribute("aria-valuemax", "3")     # no protection: 4 moments
-    expect(marker).to_have_attribute("aria-valuenow", "3")     # the page opens on no crash
-    expect(marker).to_have_attribute("aria-valuetext",
-                                     "no crash: exactly once, the points added once")
-    marker.focus()
-    watched.keyboard.press("Home")
-    expect(marker).to_have_attribute("aria-valuenow", "0")
-    expect(marker).to_have_attribute(
-        "aria-valuetext", "crash after the claim, before the effect: exactly once, "
-                          "the points added once")
-    expect(sim.get_by_label("Crash")).to_have_value("after-claim")
-    watched.keyboard.press("End")
-    expect(marker).to_have_attribute("aria-valuenow", "3")
-    expect(sim.get_by_label("Crash")).to_have_value("none")
-    sim.get_by_label("Protection").select_option("key-apart")
-    expect(marker).to_have_attribute("aria-valuemax", "4")
-    expect(sim.locator(".ct-station")).to_have_count(4)
-    marker.focus()
-    watched.keyboard.press("Home")
-    watched.keyboard.press("ArrowRight")
-    expect(marker).to_have_attribute("aria-valuetext", re.compile(
-        r"^crash after the points were committed, before the worker records their key .*: "
-        r"duplicate, the points added twice$"))
-    assert watched.problems == []
-
-
-def test_the_arrow_keys_move_the_crash_and_the_outcome_redraws(watched, site_url):
-    sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
-    marker, outcome = crash_marker(sim), sim.locator(".ct-outcome")
-    expect(outcome).to_have_text("✓ exactly once: the points added once")
-    marker.focus()
-    watched.keyboard.press("ArrowLeft")                        # from no crash: after the ack
-    expect(marker).to_have_attribute("aria-valuenow", "2")
-    watched.keyboard.press("ArrowLeft")
-    expect(marker).to_have_attribute("aria-valuenow", "1")
-    expect(outcome).to_have_text("⚠ duplicate: the points added twice")
-    expect(sim.locator(".ct-coin")).to_have_count(2)          # Bob's points, as coins
-    answered(sim)
-    expect(sim.locator(".sim-result")).to_have_text("Outcome: ⚠ duplicate (2 effects)")
-    expect(task_done(sim, "duplicate")).to_have_class("done")  # it ran, for real
-    expect(sim.locator("[aria-live=polite]")).to_have_text(
-        "Crash after the effect, before the ack: ⚠ duplicate (2 effects)")
-    sim.get_by_label("Protection").select_option("ack-first")
-    expect(sim.locator(".ct-station")).to_have_text(["claim", "ack", "add points"])
-    marker.focus()
-    watched.keyboard.press("Home")
-    watched.keyboard.press("ArrowRight")
-    expect(outcome).to_have_text("✗ lost: the points never added")
-    expect(sim.locator(".ct-coin")).to_have_count(0)
-    expect(sim.locator(".ct-no-coin")).to_have_count(1)
-    expect(task_done(sim, "lost")).to_have_class("done")
-    assert watched.problems == []
-
-
-def test_dragging_the_crash_marker_changes_the_outcome(watched, site_url):
-    sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
-    marker, outcome = crash_marker(sim), sim.locator(".ct-outcome")
+    marker, outcomes = crash_marker(sim), sim.locator(".ct-row-outcome")
     sim.scroll_into_view_if_needed()
 
     def centre(locator):
         box = locator.bounding_box()
         return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
-    def drag_to(crash):
+    def drag_to(protection, crash):
         watched.mouse.move(*centre(marker))
         watched.mouse.down()
-        x, _ = centre(sim.locator(f'.ct-point[data-crash="{crash}"]'))
+        x, _ = centre(row(sim, protection).locator(f'.ct-point[data-crash="{crash}"]'))
         watched.mouse.move(x, centre(marker)[1], steps=8)
         watched.mouse.up()
 
-    drag_to("after-effect")
-    expect(marker).to_have_attribute("aria-valuenow", "1")
-    expect(outcome).to_have_text("⚠ duplicate: the points added twice")
-    expect(sim.get_by_label("Crash")).to_have_value("after-effect")
+    drag_to("none", "after-effect")
+    expect(marker).to_have_attribute("aria-valuenow", "3")
+    expect(outcomes).to_have_text(["added twice", "added once", "added once", "n/a",
+                                   "added once"])
     expect(task_done(sim, "duplicate")).to_have_class("done")
-    drag_to("after-claim")
-    expect(outcome).to_have_text("✓ exactly once: the points added once")
-    expect(marker).to_have_attribute("aria-valuenow", "0")
+    drag_to("ack-first", "between-ack-and-effect")
+    expect(marker).to_have_attribute("aria-valuenow", "1")
+    expect(outcomes).to_have_text(["n/a", "n/a", "n/a", "n/a", "never added"])
+    expect(task_done(sim, "lost")).to_have_class("done")
     assert watched.problems == []
 
 

@@ -1,15 +1,23 @@
-// The crash-timing explorer (Chapters 5 to 8): one job's life, a crash at a
-// moment the reader picks, under a protection the reader picks, then the
-// recovery; and the matrix of every moment against every protection, each
-// cell run for real. The picture draws the job's life as a line of steps,
-// with a crash marker the reader drags or moves with the keys: each move
-// runs the crash chosen, and the outcome redraws at once.
+// The crash-timing explorer (Chapters 5 to 8): one job's life under every
+// protection at once, a row each, and one crash marker over them all that
+// the reader drags or moves with the keys: each row shows what a crash at
+// the marker does under its protection, and each move runs that crash under
+// all five for real. Below, the story of one protection (the one chosen)
+// step by step, and the matrix of every moment against every protection as
+// a grid of the rows' own shapes, each cell run for real.
 
 import { el, player, scrolling, sideways, svg } from "../dom.js";
 import { CHAR, wrap } from "../picture.js";
 
 const STEP_MS = 600;
 const MARKS = { "exactly once": "✓", duplicate: "⚠", lost: "✗", "n/a": "–" };
+// An outcome as a row says it, and as the slider says it, briefly.
+const WORDS = { "exactly once": "added once", duplicate: "added twice", lost: "never added",
+  "n/a": "n/a" };
+const BRIEF = { "exactly once": "once", duplicate: "twice", lost: "never", "n/a": "n/a" };
+const KINDS = ["exactly once", "duplicate", "lost", "n/a"];
+
+const kind = (outcome) => outcome.replace(/\W+/g, "-");
 
 function outcomeText(outcome, effects) {
   if (!outcome) {
@@ -20,31 +28,21 @@ function outcomeText(outcome, effects) {
   return `${MARKS[outcome] || ""} ${outcome}${count}`;
 }
 
-// What the points came to, in words: "the points added twice".
-const ADDED = { 0: "never added", 1: "added once", 2: "added twice" };
-function pointsSaid(effects) {
-  return `the points ${ADDED[effects] || `added ${effects} times`}`;
+// A moment in words, the same for every protection: "crash after the effect".
+function momentSaid(moment) {
+  return moment.id === "none" ? "no crash" : `crash ${moment.label}`;
 }
 
-// A crash point in words, as the chosen protection's code has it.
-function momentSaid(point) {
-  return point.id === "none" ? "no crash" : `crash ${point.detail}`;
+const capital = (words) => `${words[0].toUpperCase()}${words.slice(1)}`;
+
+// Every protection's outcome of one crash, briefly, in the rows' order.
+function outcomesSaid(rows, outcomeOf) {
+  return rows.map((row) => `${row.name} ${BRIEF[outcomeOf(row)]}`).join(", ");
 }
-
-// ---- the picture: the job's life as a line of stations, one per step of
-// the protection's code; the crash points between them, each drawn by the
-// shape of its outcome; a crash marker to drag or move with the keys; and
-// the outcome, in words and as coins, one per time the points were added.
-
-const LINE_Y = 62;               // the line of the job's life
-const PAD = 44;                  // room for a label at either end
-const LABEL_Y = LINE_Y + 28;     // a station's label, its first line
-const LEADING = 14;              // and each line after it
-const MARKER_WIDTH = 64;
-const MARKER_HEIGHT = 80;
 
 // The shape that says an outcome without colour: a tick in a ring for once,
-// two rings for twice, a crossed dashed ring for lost.
+// two rings for twice, a crossed dashed ring for lost, a dash in a grey ring
+// where the protection's code never passes the moment.
 function outcomeShape(outcome, x, y, r) {
   if (outcome === "duplicate") {
     return svg("g", { class: "ct-two" },
@@ -57,9 +55,20 @@ function outcomeShape(outcome, x, y, r) {
       svg("circle", { cx: x, cy: y, r }),
       svg("path", { d: `M${x - d} ${y - d}L${x + d} ${y + d}M${x + d} ${y - d}L${x - d} ${y + d}` }));
   }
+  if (outcome === "n/a") {
+    return svg("g", { class: "ct-na-shape" },
+      svg("circle", { cx: x, cy: y, r }),
+      svg("path", { d: `M${x - r * 0.5} ${y}h${r}` }));
+  }
   return svg("g", { class: "ct-one" },
     svg("circle", { cx: x, cy: y, r }),
     svg("path", { d: `M${x - r * 0.45} ${y}l${r * 0.3} ${r * 0.4}l${r * 0.6} -${r * 0.8}` }));
+}
+
+// The same shape alone, the size of a line of text: the grid's and legend's.
+function glyph(outcome) {
+  return svg("svg", { class: `ct-glyph ${kind(outcome)}`, width: 22, height: 18,
+    viewBox: "0 0 22 18", "aria-hidden": "true" }, outcomeShape(outcome, 11, 9, 7));
 }
 
 function label(text, x, y, width, attributes = {}) {
@@ -68,6 +77,20 @@ function label(text, x, y, width, attributes = {}) {
     lines.map((line, number) => svg("tspan", { x, dy: number ? LEADING : 0 },
       number < lines.length - 1 ? `${line} ` : line)));
 }
+
+// ---- the picture: a row per protection, its steps on a line, and its
+// crash points where the one marker stands for them. Every row shares the
+// marker's stops, the moments in the order of a job's life and then no
+// crash; a row's steps fall between the moments its code passes.
+
+const PAD = 34;                  // room for a label at either end
+const TOP = 42;                  // the marker's word and bolt, above the rows
+const HEAD = 14;                 // a row's name and outcome, from its top
+const LINE = 34;                 // its line, from its top
+const LABEL = LINE + 24;         // a step's label, its first line
+const LEADING = 14;              // and each line after it
+const KEY = 30;                  // the key below the rows
+const MARKER_WIDTH = 64;
 
 function crashPicture({ moved, settled }) {
   // Its name is its own title, its description its desc: what it shows now.
@@ -78,144 +101,178 @@ function crashPicture({ moved, settled }) {
     "aria-describedby": desc.id }, title, desc, drawing);
   const mark = svg("g", { "aria-hidden": "true" });
   const marker = svg("svg", { class: "ct-marker", role: "slider", tabindex: "0",
-    "aria-label": "When the worker dies", "aria-valuemin": "0", width: MARKER_WIDTH,
-    height: MARKER_HEIGHT, viewBox: `0 0 ${MARKER_WIDTH} ${MARKER_HEIGHT}` }, mark);
+    "aria-label": "When the worker dies", "aria-valuemin": "0", width: MARKER_WIDTH },
+  mark);
   // Narrower than its least width (a small phone), it scrolls sideways, and says so.
   const box = el("div", { class: "sim-picture sim-scroll ct-picture" }, image, marker);
   const element = el("div", {}, sideways(box, "picture"), box);
 
   let state = null;
-  let order = [];                // the crash points, in the order of the job's life
-  let at = 0;                    // the marker's place in that order
-  let xs = [];                   // each crash point's x, for the width drawn
+  let at = 0;                    // the marker's stop, in state.moments
+  let slot = () => 0;            // a stop's x, for the width drawn
+  let lines = [];                // each row's line, its y
+  let height = 0;
+  let size = 7;
   let dragging = false;
-  let held = 0;                  // choices asked for and not answered: the points may change
+  let held = 0;                  // choices asked for and not answered: the story may change
 
-  const outcomeAt = (index) => state.outcomes[order[index].id];
-
-  function place() {
-    const width = Math.max(box.clientWidth, 300);
-    const stations = state.stations.length;
-    const gap = (width - 2 * PAD) / stations;
-    const anchor = (number) => PAD + number * gap;
-    xs = order.map((point) => {
-      if (point.id === "none") {
-        return anchor(stations);
-      }
-      const together = order.filter((other) => other.id !== "none" && other.after === point.after);
-      const nth = together.indexOf(point) + 1;
-      return anchor(point.after - 1) + (gap * nth) / (together.length + 1);
-    });
-    return { width, gap, anchor };
-  }
+  const moment = () => state.moments[at];
+  const pointOf = (row, id) => row.points.find((point) => point.id === id);
+  // A row's outcome at the marker: n/a where its code never passes it.
+  const outcomeOf = (row) => (pointOf(row, moment().id) || { outcome: "n/a" }).outcome;
+  const effectsOf = (row) => (pointOf(row, moment().id) || { effects: null }).effects;
 
   function redraw() {
     if (!state) {
       return;
     }
-    const { width, gap, anchor } = place();
-    const chars = Math.max(6, Math.floor(gap / CHAR) - 1);
-    const stations = state.stations.length;
-    // The outcome goes below the longest label, however many lines it takes.
-    const lines = Math.max(...state.stations.map((station) => wrap(station.label, chars).length));
-    const below = LABEL_Y + (lines - 1) * LEADING + 44;
-    const height = below + 52;
+    const width = Math.max(box.clientWidth, 300);
+    const stops = state.moments.length;
+    const gap = (width - 2 * PAD) / stops;
+    slot = (index) => PAD + (index + 1) * gap;   // -1, the line's start: the claim
+    size = gap < 50 ? 5.5 : 7;                    // a shape's radius: smaller on a phone
+    const index = Object.fromEntries(state.moments.map((item, number) => [item.id, number]));
+    let y = TOP;
+    lines = [];
+    const rows = state.rows.map((row) => {
+      const drawn = drawRow(row, y, width, index);
+      lines.push(y + LINE);
+      y += drawn.height;
+      return drawn.group;
+    });
+    height = y + KEY;
     image.setAttribute("width", width);
     image.setAttribute("height", height);
     image.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    const line = svg("line", { class: "ct-line", x1: anchor(0), y1: LINE_Y, x2: anchor(stations),
-      y2: LINE_Y });
-    const stops = state.stations.map((station, number) => svg("g", {},
-      svg("rect", { class: "ct-stop", x: anchor(number) - 7, y: LINE_Y - 7, width: 14,
-        height: 14, rx: 2 }),
-      label(station.label, anchor(number), LABEL_Y, chars, { class: "ct-station" })));
-    const end = svg("g", {},
-      svg("path", { class: "ct-end", d: `M${anchor(stations)} ${LINE_Y + 8}V${LINE_Y - 16}` +
-        `l12 5l-12 5` }),
-      label("no crash", anchor(stations), LABEL_Y, chars, { class: "ct-end-label" }));
-    const points = order.map((point, index) => {
-      const found = state.outcomes[point.id];
-      return svg("g", { class: `ct-point ${found.outcome.replace(/\W+/g, "-")}`,
-        "data-crash": point.id }, point.id === "none" ? null :
-        outcomeShape(found.outcome, xs[index], LINE_Y, 7));
-    });
-    drawing.replaceChildren(line, ...stops, end, ...points, drawOutcome(width, below));
+    drawing.replaceChildren(...rows, drawKey(width, y + 16));
     moveMarker();
   }
 
-  // The outcome of the crash at the marker: coins for the times the points
-  // were added (a dashed empty one for none), its words, and a key.
-  function drawOutcome(width, y) {
-    const { outcome, effects } = outcomeAt(at);
-    const coins = effects ? Array.from({ length: effects }, (_, number) =>
-      svg("g", { class: "ct-coin" },
-        svg("circle", { cx: PAD - 20 + number * 26, cy: y, r: 11 }),
-        svg("text", { x: PAD - 20 + number * 26, y: y + 4, "text-anchor": "middle" }, "+"))) :
-      [svg("circle", { class: "ct-no-coin", cx: PAD - 20, cy: y, r: 11 })];
-    // On one line where there is room, else the outcome over what it means.
-    const x = PAD - 20 + Math.max(effects, 1) * 26;
-    const [first, second] = [`${MARKS[outcome]} ${outcome}: `, pointsSaid(effects)];
-    const oneLine = x + (first.length + second.length) * CHAR * 1.2 < width;
-    const words = svg("text", { class: `ct-outcome ${outcome.replace(/\W+/g, "-")}`, x,
-      y: oneLine ? y + 5 : y - 3 },
-    svg("tspan", {}, first), svg("tspan", oneLine ? {} : { x, dy: 17 }, second));
-    const keys = [["exactly once", "once"], ["duplicate", "twice"], ["lost", "never"]];
-    const step = Math.min(130, (width - 2 * (PAD - 20)) / keys.length);
-    const legend = keys.map(([kind, words], number) => {
-      const x = PAD - 12 + number * step;
-      return svg("g", { class: `ct-key ${kind.replace(/\W+/g, "-")}` },
-        outcomeShape(kind, x, y + 40, 6), svg("text", { x: x + 12, y: y + 44 }, words));
+  // One protection's row: its name and its outcome at the marker, its
+  // line of steps, and its crash points, each drawn by its outcome's shape.
+  function drawRow(row, top, width, index) {
+    const moments = row.points.filter((point) => point.id !== "none");
+    // A step lies after the moments with no more steps before them, and
+    // before the rest.
+    const xs = row.stations.map((_, number) => {
+      const before = moments.filter((point) => point.after <= number).map((point) => index[point.id]);
+      const after = moments.filter((point) => point.after > number).map((point) => index[point.id]);
+      const from = before.length ? Math.max(...before) : -2;
+      const to = after.length ? Math.min(...after) : state.moments.length - 1;
+      return slot((from + to) / 2);
     });
-    const whose = svg("text", { class: "ct-whose", x: PAD - 31, y: y - 19 },
-      "Bob's points:");
-    return svg("g", {}, whose, ...coins, words, ...legend);
+    const room = (number) => Math.min(
+      number ? xs[number] - xs[number - 1] : 2 * xs[number],
+      number < xs.length - 1 ? xs[number + 1] - xs[number] : 2 * (width - xs[number]));
+    const labels = row.stations.map((station, number) => {
+      const chars = Math.max(4, Math.floor(room(number) / CHAR) - 1);
+      return [wrap(station.label, chars).length,
+        label(station.label, xs[number], top + LABEL, chars, { class: "ct-station" })];
+    });
+    const rowHeight = LABEL + (Math.max(...labels.map(([count]) => count)) - 1) * LEADING + 16;
+    const y = top + LINE;
+    const end = slot(state.moments.length - 1);
+    const outcome = outcomeOf(row);
+    const chosen = row.id === state.protection;
+    const group = svg("g", { class: `ct-row ${kind(outcome)}${outcome === "n/a" ? " ct-na" : ""}` +
+      `${chosen ? " ct-chosen" : ""}`, "data-protection": row.id },
+    svg("rect", { class: "ct-band", x: 0, y: top + 1, width, height: rowHeight - 2, rx: 4 }),
+    svg("text", { class: "ct-row-name", x: 6, y: top + HEAD }, row.name),
+    ...coins(effectsOf(row), outcome, width, top),
+    svg("text", { class: "ct-row-outcome", x: width - 6, y: top + HEAD, "text-anchor": "end" },
+      WORDS[outcome]),
+    svg("line", { class: "ct-line", x1: slot(-1), y1: y, x2: end, y2: y }),
+    ...row.stations.map((_, number) => svg("rect", { class: "ct-stop", x: xs[number] - size + 1,
+      y: y - size + 1, width: 2 * size - 2, height: 2 * size - 2, rx: 2 })),
+    ...labels.map(([, text]) => text),
+    svg("path", { class: "ct-end", d: `M${end} ${y + 7}V${y - 14}l11 4.5l-11 4.5` }),
+    ...moments.map((point) => svg("g", { class: `ct-point ${kind(point.outcome)}`,
+      "data-crash": point.id }, outcomeShape(point.outcome, slot(index[point.id]), y, size))),
+    outcome === "n/a" ? outcomeShape("n/a", slot(at), y, size - 1) : null);
+    return { group, height: rowHeight };
   }
 
-  // The marker at its crash point, and the slider's values in words.
+  // Bob's points as coins, one per time they were added (a dashed empty one
+  // for none), just before the row's outcome in words.
+  function coins(effects, outcome, width, top) {
+    if (outcome === "n/a") {
+      return [];
+    }
+    const right = width - 6 - WORDS[outcome].length * CHAR - 12;
+    if (!effects) {
+      return [svg("circle", { class: "ct-no-coin", cx: right, cy: top + HEAD - 4, r: 6 })];
+    }
+    return Array.from({ length: effects }, (_, number) =>
+      svg("circle", { class: "ct-coin", cx: right - number * 15, cy: top + HEAD - 4, r: 6 }));
+  }
+
+  // What the shapes say, on one line below the rows.
+  function drawKey(width, y) {
+    const keys = [["exactly once", "once"], ["duplicate", "twice"], ["lost", "never"],
+      ["n/a", "n/a"]];
+    const step = Math.min(110, (width - 12) / keys.length);
+    return svg("g", { class: "ct-key" }, keys.map(([outcome, words], number) => {
+      const x = 14 + number * step;
+      return svg("g", { class: kind(outcome) }, outcomeShape(outcome, x, y, 6),
+        svg("text", { x: x + 12, y: y + 4 }, words));
+    }));
+  }
+
+  // The marker at its stop, over every row, and the slider's values in words.
   function moveMarker() {
-    const point = order[at];
-    const { outcome, effects } = outcomeAt(at);
-    marker.style.left = `${xs[at] - MARKER_WIDTH / 2}px`;
-    marker.setAttribute("aria-valuemax", String(order.length - 1));
+    const here = moment();
+    const safe = here.id === "none";
+    marker.style.left = `${slot(at) - MARKER_WIDTH / 2}px`;
+    marker.setAttribute("height", height);
+    marker.setAttribute("viewBox", `0 0 ${MARKER_WIDTH} ${height}`);
+    marker.setAttribute("aria-valuemax", String(state.moments.length - 1));
     marker.setAttribute("aria-valuenow", String(at));
-    marker.setAttribute("aria-valuetext", `${momentSaid(point)}: ${outcome}, ${pointsSaid(effects)}`);
+    marker.setAttribute("aria-valuetext",
+      `${momentSaid(here)}: ${outcomesSaid(state.rows, outcomeOf)}`);
     const middle = MARKER_WIDTH / 2;
-    const shape = point.id === "none"
-      ? svg("path", { class: "ct-arrow", d: `M${middle - 8} 24h16l-8 ${LINE_Y - 24 - 22}z` })
-      : svg("path", { class: "ct-bolt", d: `M${middle + 5} 17L${middle - 8} 35h7l-4 ` +
-          `${LINE_Y - 35 - 10}l14 -21h-7l5 -12z` });
+    const shape = safe
+      ? svg("path", { class: "ct-arrow", d: `M${middle - 8} 17h16l-8 ${TOP - 21}z` })
+      : svg("path", { class: "ct-bolt", d: `M${middle + 5} 15L${middle - 7} 29h6l-4 ` +
+          `${TOP - 31}l13 -17h-6l4 -10z` });
+    // A line down through the rows, broken where it would cover a row's
+    // words or shapes.
+    const stops = [TOP - 2, ...lines.flatMap((y) => [y - LINE, y - LINE + HEAD + 5, y - 10,
+      y + 10]), height - KEY];
+    const through = [];
+    for (let number = 0; number < stops.length; number += 2) {
+      through.push(`M${middle} ${stops[number]}V${stops[number + 1]}`);
+    }
     mark.replaceChildren(
-      svg("text", { x: middle, y: 12, "text-anchor": "middle",
-        class: `ct-marker-label${point.id === "none" ? " ct-safe" : ""}` },
-        point.id === "none" ? "no crash" : "crash"),
+      svg("text", { x: middle, y: 11, "text-anchor": "middle",
+        class: `ct-marker-label${safe ? " ct-safe" : ""}` }, safe ? "no crash" : "crash"),
+      svg("path", { class: `ct-through${safe ? " ct-safe" : ""}`, d: through.join("") }),
       shape);
-    const name = state.protections.find((item) => item.id === state.protection).name;
-    const said = (other) => (other.id === "none" ? "No crash" : `A crash ${other.detail}`);
-    title.textContent = `One job's life, ${name}: ` +
-      `${state.stations.map((station) => station.label).join(", ")}. ` +
-      `${said(point)}: ${outcome}, ${pointsSaid(effects)}.`;
-    desc.textContent = order.map((other) => `${said(other)}: ${state.outcomes[other.id].outcome}.`)
-      .join(" ");
+    title.textContent = `One job's life under five protections, ${momentSaid(here)}: ` +
+      `${outcomesSaid(state.rows, outcomeOf)}.`;
+    desc.textContent = state.rows.map((row) => `${row.name}: ` +
+      `${row.stations.map((station) => station.label).join(", ")}; ` +
+      row.points.map((point) => `${point.id === "none" ? "no crash" : `a crash ${point.label}`} ` +
+        `${BRIEF[point.outcome]}`).join(", ") + ".").join(" ");
   }
 
   function moveTo(index) {
-    const next = Math.max(0, Math.min(order.length - 1, index));
+    const next = Math.max(0, Math.min(state.moments.length - 1, index));
     if (next !== at) {
       at = next;
       redraw();
-      moved(order[at]);
+      moved(moment());
     }
   }
 
   function settle() {
-    settled(order[at]);
+    settled(moment());
   }
 
   function nearest(clientX) {
-    const x = clientX - box.getBoundingClientRect().left;
+    const x = clientX - box.getBoundingClientRect().left + box.scrollLeft;
     let best = 0;
-    xs.forEach((other, index) => {
-      if (Math.abs(other - x) < Math.abs(xs[best] - x)) {
+    state.moments.forEach((_, index) => {
+      if (Math.abs(slot(index) - x) < Math.abs(slot(best) - x)) {
         best = index;
       }
     });
@@ -230,7 +287,7 @@ function crashPicture({ moved, settled }) {
     } else if (event.key === "Home") {
       index = 0;
     } else if (event.key === "End") {
-      index = order.length - 1;
+      index = state ? state.moments.length - 1 : 0;
     }
     if (index === null || !state) {
       return;
@@ -274,10 +331,8 @@ function crashPicture({ moved, settled }) {
   // has moved it since and the engine has not caught up (`keep`).
   function draw(newState, keep) {
     state = newState;
-    order = [...state.crash_points.filter((point) => point.id !== "none"),
-      ...state.crash_points.filter((point) => point.id === "none")];
     const wanted = keep ? keep.id : state.crash;
-    at = Math.max(0, order.findIndex((point) => point.id === wanted));
+    at = Math.max(0, state.moments.findIndex((item) => item.id === wanted));
     redraw();
   }
 
@@ -285,58 +340,82 @@ function crashPicture({ moved, settled }) {
   return { element, draw, hold: (on) => { held += on ? 1 : -1; } };
 }
 
+// ---- every moment against every protection: a grid of the same shapes
+
+function matrixGrid(result) {
+  const header = el("tr", {}, el("th", { scope: "col" }, "Crash"),
+    ...result.columns.map((column) => el("th", { scope: "col", title: column.label },
+      column.name)));
+  const rows = result.rows.map((row) => el("tr", {},
+    el("th", { scope: "row" }, row.label),
+    ...result.columns.map((column) => {
+      const cell = result.cells[row.id][column.id];
+      const na = cell.outcome === "n/a";
+      return el("td", { class: `ct-cell ${kind(cell.outcome)}${na ? " ct-na" : ""}` },
+        glyph(cell.outcome),
+        el("span", { class: "visually-hidden" },
+          na ? "n/a" : outcomeText(cell.outcome, cell.effects).slice(2)));
+    })));
+  const legend = el("p", { class: "ct-legend" }, ...KINDS.map((outcome) =>
+    el("span", {}, glyph(outcome), ` ${BRIEF[outcome]}`)));
+  return [el("h3", {}, "Every crash against every protection, each run"), legend,
+    scrolling(el("table", { class: "ct-grid" }, el("thead", {}, header),
+      el("tbody", {}, ...rows)))];
+}
+
 export default function crashTiming(body, { act, announce, tasks }) {
   let state = null;
   let shown = 0;                       // timeline steps revealed so far
-  const protection = el("select", { id: "ct-protection", onchange: () => choose() });
-  const crash = el("select", { id: "ct-crash", "aria-describedby": "ct-detail",
+  const protection = el("select", { id: "ct-protection", "aria-describedby": "ct-detail",
     onchange: () => choose() });
   const play = el("button", { type: "button" }, "Play");
   const speed = el("select", { "aria-label": "Speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "3" }, "3×"));
-  // What the chosen moment is in the chosen protection's code: the list and
-  // the matrix name a moment the same way, whatever protection passes it.
+  // The chosen protection in full, and what the marker's moment is in its code.
   const detail = el("p", { class: "sim-status", id: "ct-detail" });
+  const heading = el("h3", {}, "What happened");
   const timeline = el("ol", { class: "sim-events" });
   const outcome = el("p", { class: "sim-result", "aria-live": "off" });
   const matrix = el("div", { class: "sim-matrix" });
-  // The marker's moves: the picture redraws at once from the outcomes the
-  // engine has found for every crash point; when the reader lets go, the
-  // crash chosen runs for real, and its story shows below.
+  // The marker's moves: the rows redraw at once from the outcomes the engine
+  // has found for every crash point; when the reader lets go, that crash
+  // runs under every protection for real, and the chosen one's story shows.
   let waiting = 0;                     // the marker's runs not yet answered
-  let heading = null;                  // where the reader last put the marker
+  let headed = null;                   // where the reader last put the marker
   const picture = crashPicture({
-    moved: (point) => { heading = point; },
-    settled: async (point) => {
+    moved: (moment) => { headed = moment; },
+    settled: async (moment) => {
       playing.stop();
       waiting += 1;
-      await act("choose", protection.value, point.id, true);
+      const found = await act("compare", moment.id);
       waiting -= 1;
       if (waiting === 0) {
-        heading = null;
-        showAll(`${momentSaid(point)[0].toUpperCase()}${momentSaid(point).slice(1)}: `);
+        headed = null;
+        showAll(false);
+        if (found) {
+          announce(`${capital(momentSaid(moment))}: ` +
+            `${outcomesSaid(state.rows, (row) => found[row.id].outcome)}.`);
+        }
       }
     },
   });
   body.append(
+    el("p", { class: "ct-hint" }, "Drag the crash along the job's life, or focus it and use " +
+      "the arrow keys: each row shows what it does under one protection."),
+    picture.element,
     el("div", { class: "sim-controls" },
       el("label", { for: "ct-protection" }, "Protection "), protection,
-      el("label", { for: "ct-crash" }, "Crash "), crash,
       el("button", { type: "button", onclick: run }, "Run"),
       play,
       el("button", { type: "button", onclick: step }, "Step"),
-      el("button", { type: "button", onclick: showAll }, "Show all"),
+      el("button", { type: "button", onclick: () => showAll() }, "Show all"),
       el("label", {}, "Speed ", speed),
       el("button", { type: "button", onclick: showMatrix },
         "Show every crash and protection"),
       el("span", { class: "sim-clock" }, "no dice: the same choice always runs the same way")),
-    el("p", { class: "ct-hint" }, "Drag the crash along the job's life, or focus it and use " +
-      "the arrow keys: the outcome follows."),
-    picture.element,
     detail,
     el("div", { class: "sim-panels" },
-      el("section", { class: "wide" },
-        el("h3", {}, "What happened"), timeline, outcome)),
+      el("section", { class: "wide" }, heading, timeline, outcome)),
     matrix,
     tasks);
 
@@ -344,15 +423,10 @@ export default function crashTiming(body, { act, announce, tasks }) {
   const playing = player(play, () => STEP_MS / Number(speed.value), step,
     () => ran() && shown >= state.timeline.length);
 
-  function options(select, items, chosen) {
-    select.replaceChildren(...items.map((item) =>
-      el("option", { value: item.id, selected: item.id === chosen }, item.label)));
-  }
-
   function choose() {
     playing.stop();
     picture.hold(true);
-    act("choose", protection.value, crash.value).finally(() => picture.hold(false));
+    act("choose", protection.value).finally(() => picture.hold(false));
   }
 
   // Run answers at once: the whole story and its outcome.
@@ -374,22 +448,24 @@ export default function crashTiming(body, { act, announce, tasks }) {
     }
   }
 
-  function showAll(lead = "") {
+  function showAll(say = true) {
     playing.stop();
     shown = ran() ? state.timeline.length : 0;
-    reveal(typeof lead === "string" ? lead : "");
+    reveal(say);
   }
 
-  // The timeline up to the step reached; the outcome once it is all shown,
-  // said after `lead` (what the marker chose, when it did).
-  function reveal(lead = "") {
+  // The timeline up to the step reached; the outcome once it is all shown.
+  function reveal(say = true) {
     const steps = state ? state.timeline.slice(0, shown) : [];
     timeline.replaceChildren(...steps.map((entry) => el("li", { class: `event-${entry.kind}` },
       `${entry.t.toFixed(1)} s, ${entry.who}: ${entry.what}`)));
     const done = state && state.outcome && shown >= state.timeline.length;
     outcome.textContent = done ? `Outcome: ${outcomeText(state.outcome, state.effects)}` : "";
+    if (!say) {
+      return;
+    }
     if (done) {
-      announce(lead ? `${lead}${outcomeText(state.outcome, state.effects)}` : outcome.textContent);
+      announce(outcome.textContent);
     } else if (steps.length) {
       announce(steps[steps.length - 1].what);
     }
@@ -400,33 +476,29 @@ export default function crashTiming(body, { act, announce, tasks }) {
     if (!result) {
       return;
     }
-    const header = el("tr", {}, el("th", { scope: "col" }, "Crash"),
-      ...result.columns.map((column) => el("th", { scope: "col" }, column.name)));
-    const rows = result.rows.map((row) => el("tr", {},
-      el("th", { scope: "row" }, row.label),
-      ...result.columns.map((column) => {
-        const cell = result.cells[row.id][column.id];
-        return el("td", { class: `outcome-${cell.outcome.replace(/\W+/g, "-")}` },
-          outcomeText(cell.outcome, cell.outcome === "n/a" ? null : cell.effects));
-      })));
-    matrix.replaceChildren(el("h3", {}, "Every crash against every protection, each run"),
-      scrolling(el("table", {}, el("thead", {}, header), el("tbody", {}, ...rows))));
-    announce("The matrix of every crash and protection is shown below the timeline.");
+    matrix.replaceChildren(...matrixGrid(result));
+    announce("The grid of every crash and protection is shown below the timeline.");
   }
 
   function draw(newState, { newest }) {
+    const first = !state;
     state = newState;
-    if (newest) {
-      options(protection, state.protections, state.protection);
-      options(crash, state.crash_points, state.crash);
+    if (first || newest) {
+      protection.replaceChildren(...state.protections.map((item) =>
+        el("option", { value: item.id, selected: item.id === state.protection }, item.name)));
     }
-    picture.draw(state, waiting ? heading : null);
-    const point = state.crash_points.find((item) => item.id === state.crash);
-    detail.textContent = `In this protection's code: ${point.detail}.`;
+    picture.draw(state, waiting ? headed : null);
+    const chosen = state.rows.find((row) => row.id === state.protection);
+    const here = state.moments.find((item) => item.id === state.crash);
+    const point = chosen.points.find((item) => item.id === state.crash);
+    detail.textContent = `${capital(chosen.label)}. ` + (point
+      ? `At the marker, ${point.id === "none" ? "it runs to the end" : `it crashes ${point.detail}`}.`
+      : `Its code never passes the marker's moment, ${here.label}.`);
+    heading.textContent = `What happened: ${chosen.name}, ${momentSaid(here)}`;
     if (shown > state.timeline.length || !state.outcome) {
       shown = 0;
     }
-    reveal();
+    reveal(false);
   }
 
   return { draw };
