@@ -412,7 +412,7 @@ export default function crashTiming(body, { act, announce, tasks }) {
       el("label", {}, "Speed ", speed),
       el("button", { type: "button", onclick: showMatrix },
         "Show every crash and protection"),
-      el("span", { class: "sim-clock" }, "no dice: the same choice always runs the same way")),
+      el("span", { class: "sim-clock" }, "the same choice always runs the same way")),
     detail,
     el("div", { class: "sim-panels" },
       el("section", { class: "wide" }, heading, timeline, outcome)),
