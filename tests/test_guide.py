@@ -80,6 +80,17 @@ def test_the_guide_includes_every_exercise():
 WIDEST_LINE = 79       # PEP 8's limit, and what a page of print or PDF holds
 
 
+def test_every_block_the_guide_writes_out_fits_in_79_columns():
+    """Every line of guide.md's diagrams, tables in text and commands is at
+    most 79 characters long, like the listings. Transcripts are what the
+    code prints, and may be wider: they scroll sideways, and say so."""
+    too_long = [f"guide.md:{block.line + number}: {len(line)} characters"
+                for block in guide.read_guide(GUIDE)
+                if "console" not in block.classes and "include" not in block.attributes
+                for number, line in enumerate(block.body, 1) if len(line) > WIDEST_LINE]
+    assert too_long == []
+
+
 def test_every_line_of_code_fits_in_79_columns():
     """Every line of every Python file in code/, typed or given, is at most
     79 characters long, so a listing is wrapped where the reader types it,
