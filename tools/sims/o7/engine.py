@@ -251,7 +251,9 @@ class O7Story(Engine):
         stamp = self.practice.Clock()
         for each in merged:
             stamp.now = each["until"]
+            day, _, hour = stamp.stamp().rpartition(" ")
             each.update(forgotten=each["until"] <= now, until_time=stamp.stamp(),
+                        until_day=day, until_hour=hour,
                         label=f"the provider forgets {each['operation']}'s keys")
         return merged
 

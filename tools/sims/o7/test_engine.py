@@ -205,6 +205,7 @@ def test_the_late_redelivery_comes_after_the_key_window():
         step = state["steps"][window["step"] - 1]
         assert step["seconds"] == window["from"]
         assert step["arrows"][window["arrow"]]["to"] == "provider"
+        assert f"{window['until_day']} {window['until_hour']}" == window["until_time"]
     o8 = windows[1]
     assert late["seconds"] > o8["until"] and late["text"].endswith("forgotten its keys")
     assert windows[2]["label"] == "the provider forgets North/O8's keys"
