@@ -239,7 +239,7 @@ export default function o7(body, { act, announce, tasks }) {
   const next = el("button", { type: "button", onclick: () => act("next") }, "Next step of O7");
 
   body.append(
-    el("section", { class: "sim-story" },
+    el("section", { class: "o7-story" },
       el("div", { class: "sim-controls" }, next,
         el("button", { type: "button", onclick: () => act("reset", oneRequest.checked) },
           "Start O7 over"),
