@@ -61,6 +61,7 @@ function diagram() {
     const marks = [];            // what is drawn over the lanes
     const axis = [];             // the step numbers and times
     const arrowAt = {};          // step number -> the y of each of its arrows
+    const endAt = new Map();     // a key window that ended -> the y of its end
     const newest = state.steps.length;
     let y = HEAD + 10;
     let day = null;
@@ -94,11 +95,11 @@ function diagram() {
           label(words, first - 24, y + 8, last - first, { class: "o7-window-words" }),
           svg("text", { class: "o7-hour", x: GUTTER - 7, y: at + 4, "text-anchor": "end" },
             hour)));
-        row.window.y = at;
+        endAt.set(row.window, at);
         y = at + GAP;
       }
       if (hour) {
-        const at = row.step ? arrowAt[n][0] : row.window.y;
+        const at = row.step ? arrowAt[n][0] : endAt.get(row.window);
         axis.push(svg("g", { class: row.step ? "o7-when" : "o7-when o7-window-when" },
           n === null ? null : svg("text", { class: "o7-n", x: 2, y: at + 4 }, String(n)),
           row.step ? svg("text", { class: "o7-hour", x: GUTTER - 7, y: at + 4,
@@ -124,7 +125,7 @@ function diagram() {
     const bands = state.key_windows.map((window) => {
       const column = operations.indexOf(window.operation);
       const from = arrowAt[window.step]?.[window.arrow] ?? HEAD;
-      const to = window.forgotten ? window.y : bottom;
+      const to = window.forgotten ? endAt.get(window) : bottom;
       const left = x.provider + 4 + BAND_ROOM * column;
       return svg("g", {},
         svg("rect", { class: "o7-window", "data-operation": window.operation,
