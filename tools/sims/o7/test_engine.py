@@ -125,3 +125,105 @@ def test_the_o7_program_prints_the_story():
     assert story[1] == "             provider: new charge C9, $50.00, key North/O7"
     assert "             provider: new charge C11, $20.00, key North/O8" in story
     assert story[-1] == "             the provider made 3 charges for 2 operations"
+
+
+# ---- what the page's sequence diagram draws
+
+def arrows(state, *kinds):
+    return [(step["n"], arrow) for step in state["steps"] for arrow in step["arrows"]
+            if not kinds or arrow["kind"] in kinds]
+
+
+@pytest.mark.parametrize("one_request", [False, True])
+def test_each_step_has_its_time_its_kind_and_its_lanes(one_request):
+    state = play_story(one_request=one_request)
+    steps = state["steps"]
+    assert [step["kind"] for step in steps] == [
+        "take", "crash", "deliver", "ack", "note", "deliver", "park",
+        "take", "crash", "deliver", "ack", "note"]
+    stamp = course.fresh("ex09_practice_given.py",
+                         ex09_charge_worker=course.fresh("ex09_charge_worker.py")).Clock()
+    for before, step in zip([None] + steps, steps):
+        stamp.now = step["seconds"]
+        if step["time"]:
+            assert stamp.stamp() == step["time"] == f"{step['day']} {step['hour']}"
+        else:                                   # a line that goes on from the one before
+            assert step["seconds"] == before["seconds"] and step["day"] == step["hour"] == ""
+    assert [lane["id"] for lane in state["lanes"]] == ["queue", "W1", "W2", "provider"]
+    for n, arrow in arrows(state):
+        worker = steps[n - 1]["worker"]
+        assert worker is None or worker in steps[n - 1]["text"] + steps[n]["text"]
+        assert {arrow["from"], arrow["to"]} <= {"queue", "provider", worker}
+    # the $60.00 message names no worker: the next line says who took it
+    assert steps[5]["text"].startswith("a message for North/O7") and steps[5]["worker"] == "W2"
+    assert steps[4]["arrows"] == [{"from": None, "to": None, "kind": "note", "warning": "",
+                                   "label": steps[4]["text"]}]
+
+
+@pytest.mark.parametrize("one_request", [False, True])
+def test_an_arrow_for_each_request_and_each_charge_marked(one_request):
+    """One arrow to the provider for each call it counted; one of kind
+    charge or twice for each payment it made, twice when the operation had
+    been paid before."""
+    state = play_story(one_request=one_request)
+    calls = arrows(state, "call", "charge", "twice")
+    assert len(calls) == state["provider"]["calls"]
+    assert all(arrow["to"] == "provider" for _, arrow in calls)
+    paid = [charge for charge in state["provider"]["charges"] if charge["state"] == "paid"]
+    charges = arrows(state, "charge", "twice")
+    assert [arrow["label"].split()[2] for _, arrow in charges] == [
+        charge["id"] for charge in paid]
+    twice = [(n, arrow["warning"]) for n, arrow in arrows(state, "twice")]
+    if one_request:
+        assert twice == [(10, "a second charge for North/O8")]
+    else:
+        assert twice == []
+    assert all(not arrow["warning"] for _, arrow in arrows(state, "call", "charge"))
+
+
+def test_the_late_redelivery_comes_after_the_key_window():
+    """The provider keeps each operation's keys 24 hours from when it first
+    answered under them: North/O8's window ends at day 2 12:10, before the
+    redelivery at 14:00, whose confirm opens a new one. While the story is
+    on day 1, no window has ended."""
+    story = O7Story()
+    for _ in range(9):
+        story.next()
+    hours = story.state()["key_window_hours"]
+    assert not any(window["forgotten"] for window in story.state()["key_windows"])
+    story.next()
+    state = story.state()
+    story.close()
+    late = state["steps"][9]
+    windows = state["key_windows"]
+    assert [(window["operation"], window["step"], window["until_time"], window["forgotten"])
+            for window in windows] == [("North/O7", 1, "day 2 12:00", True),
+                                       ("North/O8", 8, "day 2 12:10", True),
+                                       ("North/O8", 10, "day 3 14:00", False)]
+    for window in windows:
+        assert window["until"] - window["from"] == hours * 3600
+        step = state["steps"][window["step"] - 1]
+        assert step["seconds"] == window["from"]
+        assert step["arrows"][window["arrow"]]["to"] == "provider"
+        assert f"{window['until_day']} {window['until_hour']}" == window["until_time"]
+    o8 = windows[1]
+    assert late["seconds"] > o8["until"] and late["text"].endswith("forgotten its keys")
+    assert windows[2]["label"] == "the provider forgets North/O8's keys"
+
+
+def test_a_worker_gets_its_lane_when_it_first_acts():
+    story = O7Story()
+    assert [lane["id"] for lane in story.state()["lanes"]] == ["queue", "provider"]
+    story.next()
+    assert [lane["id"] for lane in story.state()["lanes"]] == ["queue", "W1", "provider"]
+    story.next()
+    story.next()
+    assert [lane["id"] for lane in story.state()["lanes"]] == ["queue", "W1", "W2", "provider"]
+    story.close()
+
+
+def test_a_line_the_readings_do_not_know_is_a_note():
+    from tools.sims.o7.engine import read
+    assert read("the moon rises") == ("note", None, "the moon rises")
+    assert read("a message for South/O1 arrives, for $5.00", "W3 records C1 and "
+                "acknowledges South/O1") == ("deliver", "W3", "South/O1, $5.00")
