@@ -3,6 +3,7 @@ checks every simulation passes (fit, axe, the standard library, the focus) are
 tools/sims/test_pages.py's; they make the moves in SMOKE."""
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser import (BOOT_SECONDS, OUTSIDE, answered, follows_the_theme_and_keeps_still,
@@ -276,4 +277,40 @@ def test_with_reduced_motion_play_moves_ten_seconds_at_a_time(watched_alone, sit
     watched.clock.run_for(30_000)
     assert second_of(sim) == 60
     expect(play).to_have_text("Play")
+    assert watched.problems == []
+
+
+SPARE = """(svg) => [...svg.querySelectorAll(".rb-spare")].map((bar) => ({
+    second: Number(bar.dataset.second), height: bar.getBBox().height}))"""
+
+
+def test_with_a_budget_a_third_strip_shows_the_retries_it_still_allows(watched, site_url):
+    """No strip without a budget. With one, a bar a second for each second
+    the engine says the budget still allows retries, as tall as their
+    number: the tallest at the engine's most, none while it is spent, and
+    the slider says how many are left."""
+    sim = start_simulation(watched, site_url, CHAPTER, "retry-budget")
+    run = sim.locator("svg.rb-run")
+    answered(sim)
+    expect(run.locator(".rb-spare")).to_have_count(0)
+    sim.get_by_label("Retry budget", exact=True).check()
+    state = RetryBudget(budget=True).state()
+    spare = [each["spare"] for each in state["seconds"]]
+    expect(run.locator(".rb-spare")).to_have_count(sum(1 for left in spare if left > 0))
+    answered(sim)
+    bars = run.evaluate(SPARE)
+    assert [bar["second"] for bar in bars] == [i for i, left in enumerate(spare) if left > 0]
+    tallest = max(bars, key=lambda bar: bar["height"])
+    assert spare[tallest["second"]] == max(spare)
+    for bar in bars:
+        assert bar["height"] == pytest.approx(tallest["height"] * spare[bar["second"]]
+                                              / max(spare), abs=0.5)
+    expect(run.locator("text.rb-title").last).to_have_text("retries the budget still allows")
+    slider = sim.get_by_label("Second", exact=True)
+    slider.focus()
+    watched.keyboard.press("Home")
+    for _ in range(10):
+        watched.keyboard.press("ArrowRight")
+    expect(slider).to_have_attribute("aria-valuetext", re.compile(
+        rf", {spare[9]} retries left in the budget$"))
     assert watched.problems == []

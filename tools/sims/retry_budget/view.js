@@ -56,7 +56,8 @@ function secondSaid(state, at) {
   const stalled = state.stall_at <= at - 1 && at - 1 < state.stall_at + state.settings.stall;
   const said = second.offered ? `${(second.calls / second.offered).toFixed(1)} calls per ` +
     `request, ${percent(share(second))} answered in time` : "no requests";
-  return `${at - 1}–${at} s: ${said}${stalled ? ", stalled" : ""}`;
+  const spare = second.spare === null ? "" : `, ${second.spare} retries left in the budget`;
+  return `${at - 1}–${at} s: ${said}${stalled ? ", stalled" : ""}${spare}`;
 }
 
 // What became of the run, in one sentence, for the page and the announcer.
@@ -308,6 +309,12 @@ export default function retryBudget(body, { act, announce, tasks }) {
     const top2 = base1 + 30, high2 = 70, base2 = top2 + high2;
     const y1 = (load) => base1 - (load / most) * high1;
     const y2 = (part) => base2 - part * high2;
+    // With a budget, a third strip: the retries it still allows.
+    const budgeted = seconds.every((each) => each.spare !== null);
+    const mostSpare = budgeted ? Math.max(1, ...seconds.map((each) => each.spare)) : 1;
+    const top3 = base2 + 30, high3 = 50, base3 = top3 + high3;
+    const y3 = (spare) => base3 - (spare / mostSpare) * high3;
+    const bottom = budgeted ? base3 : base2;
     const every = most > 6 ? 2 : 1;
     const levels = [];
     for (let level = every; level < most; level += every) {
@@ -325,7 +332,7 @@ export default function retryBudget(body, { act, announce, tasks }) {
     if (s.stall > 0) {
       parts.push(svg("g", { class: "rb-stall" },
         svg("rect", { x: x(state.stall_at), width: x(end) - x(state.stall_at), y: top1,
-          height: base2 - top1, fill: "url(#rb-hatch)" })));
+          height: bottom - top1, fill: "url(#rb-hatch)" })));
     }
     parts.push(svg("g", { class: "rb-grid" }, levels.map((level) => svg("g", {},
       svg("line", { x1: left, x2: x(seconds.length), y1: y1(level), y2: y1(level) }),
@@ -333,15 +340,30 @@ export default function retryBudget(body, { act, announce, tasks }) {
       [0, 0.5, 1].map((part) => svg("g", {},
         svg("line", { x1: left, x2: x(seconds.length), y1: y2(part), y2: y2(part) }),
         svg("text", { x: left - 6, y: y2(part) + 4, "text-anchor": "end" },
-          percent(part))))));
+          percent(part)))),
+      budgeted ? [0, mostSpare].map((spare) => svg("g", {},
+        svg("line", { x1: left, x2: x(seconds.length), y1: y3(spare), y2: y3(spare) }),
+        svg("text", { x: left - 6, y: y3(spare) + 4, "text-anchor": "end" }, String(spare))))
+        : null));
+    if (budgeted) {
+      parts.push(svg("text", { class: "rb-title", x: 0, y: top3 - 8 },
+        "retries the budget still allows"));
+    }
     const said = seconds.map((each, i) => `${i} s: ${each.offered} requests, ` +
       `${each.calls} calls` + (each.offered ? ` (${times(loads[i])})` : "") +
-      `, ${each.answered} answered in time`);
+      `, ${each.answered} answered in time` +
+      (budgeted ? `, ${each.spare} retries left in the budget` : ""));
     const gap = step > 3 ? 1 : 0;
     const apart = step * 10 >= 56 ? 10 : 20;    // seconds between the axis's labels
     const bySecond = seconds.map(() => []);    // each second's marks, for the cursor
     seconds.forEach((each, i) => {
+      if (budgeted && each.spare > 0) {
+        bySecond[i].push(svg("rect", { class: "rb-spare", "data-second": i, x: x(i) + gap / 2,
+          width: step - gap, y: y3(each.spare), height: base3 - y3(each.spare) },
+          svg("title", {}, said[i])));
+      }
       if (!each.offered) {
+        parts.push(...bySecond[i]);
         return;
       }
       bySecond[i].push(svg("rect", { class: "rb-load", "data-second": i, x: x(i) + gap / 2,
@@ -365,16 +387,17 @@ export default function retryBudget(body, { act, announce, tasks }) {
     parts.push(svg("g", { class: "rb-axis" },
       svg("line", { x1: left, x2: x(seconds.length), y1: base1, y2: base1 }),
       svg("line", { x1: left, x2: x(seconds.length), y1: base2, y2: base2 }),
+      budgeted ? svg("line", { x1: left, x2: x(seconds.length), y1: base3, y2: base3 }) : null,
       Array.from({ length: Math.floor(seconds.length / apart) + 1 }, (_, i) => i * apart)
         .map((t) => svg("g", {},
-          svg("line", { x1: x(t), x2: x(t), y1: base2, y2: base2 + 4 }),
-          svg("text", { x: x(t), y: base2 + 16,
+          svg("line", { x1: x(t), x2: x(t), y1: bottom, y2: bottom + 4 }),
+          svg("text", { x: x(t), y: bottom + 16,
             "text-anchor": t === seconds.length ? "end" : "middle" }, `${t} s`)))));
-    let y = base2 + 36;
+    let y = bottom + 36;
     const fits = Math.floor((width - 4) / SMALL_CHAR);
     if (s.stall > 0) {
       parts.push(svg("g", { class: "rb-stall" },
-        svg("path", { class: "rb-bracket", d: `M${x(state.stall_at)} ${base2 + 20}v4` +
+        svg("path", { class: "rb-bracket", d: `M${x(state.stall_at)} ${bottom + 20}v4` +
           `H${x(end)}v-4` }),
         lines({ x: x(state.stall_at), y }, `hatched: stalled ${state.stall_at}–${end} s`,
           fits, width)));
@@ -386,7 +409,7 @@ export default function retryBudget(body, { act, announce, tasks }) {
     const told = back === null || s.stall === 0 ? seconds.length - 1 : back;
     if (back !== null && s.stall > 0) {
       const mark = svg("g", { class: "rb-recovered", "data-at": back },
-        svg("line", { x1: x(back), x2: x(back), y1: top1, y2: base2 }));
+        svg("line", { x1: x(back), x2: x(back), y1: top1, y2: bottom }));
       bySecond[told].push(mark);
       parts.push(mark);
     }
@@ -398,7 +421,7 @@ export default function retryBudget(body, { act, announce, tasks }) {
     parts.push(recovery);
     y += 14 * recovery.childElementCount + 4;
     const cursor = svg("g", { class: "rb-cursor", "aria-hidden": "true" },
-      svg("line", { y1: top1, y2: base2 }),
+      svg("line", { y1: top1, y2: bottom }),
       svg("text", { y: top1 + 10 }));
     parts.push(cursor);
     scale = { left, step };
@@ -407,7 +430,8 @@ export default function retryBudget(body, { act, announce, tasks }) {
     run.setAttribute("width", width);
     run.setAttribute("height", y);
     run.setAttribute("viewBox", `0 0 ${width} ${y}`);
-    run.setAttribute("aria-label", `Calls per request and the share answered in time, ` +
+    run.setAttribute("aria-label", `Calls per request, the share answered in time` +
+      `${budgeted ? " and the retries the budget still allows" : ""}, ` +
       `each second of ${seconds.length}. ${verdict(state)}`);
   }
 
