@@ -32,6 +32,7 @@ Or from Python:
 import collections
 import functools
 import heapq
+import math
 import random
 
 from ..engine import Rerun, program
@@ -64,6 +65,12 @@ class Client:
         self.retries += 1
         return True
 
+    def spare(self):
+        """The retries the budget would still allow, were no more requests
+        to come: while the retries stay under BUDGET times the requests.
+        (Rounded first, so that 0.1 × 30 is 3, not 3.0000000000000004.)"""
+        return max(0, math.ceil(round(BUDGET * self.requests, 9)) - self.retries)
+
 
 def amplification(failing, budget, requests=10_000, seed=1):
     """The backend's calls as a multiple of the requests, when it fails the
@@ -84,7 +91,8 @@ def amplification(failing, budget, requests=10_000, seed=1):
 
 def recovery(budget, jitter, load=0.6, stall=5.0, seed=1):
     """Each second of the run: {"offered": new requests, "calls": calls sent,
-    "answered": requests answered in time}."""
+    "answered": requests answered in time, "spare": with a budget, the
+    retries it would still allow at the second's end, else None}."""
     dice = random.Random(seed)
     client = Client(budget)
     events = []                          # (time, order, what, request, attempt)
@@ -102,7 +110,8 @@ def recovery(budget, jitter, load=0.6, stall=5.0, seed=1):
     at(0.0, "answer")
     waiting = collections.deque()        # calls the backend has not answered: (sent, request)
     answered = set()
-    seconds = [{"offered": 0, "calls": 0, "answered": 0} for _ in range(SECONDS)]
+    seconds = [{"offered": 0, "calls": 0, "answered": 0, "spare": None}
+               for _ in range(SECONDS)]
 
     def call(now, request, attempt):
         seconds[int(now)]["calls"] += 1
@@ -134,6 +143,12 @@ def recovery(budget, jitter, load=0.6, stall=5.0, seed=1):
                    "retry", request, attempt + 1)
         else:                            # a retry's time has come
             call(now, request, attempt)
+        if budget:                       # the last event of a second sets its spare
+            seconds[int(now)]["spare"] = client.spare()
+    if budget:                           # a second without events keeps the one before's
+        for second in range(1, SECONDS):
+            if seconds[second]["spare"] is None:
+                seconds[second]["spare"] = seconds[second - 1]["spare"]
     return seconds
 
 

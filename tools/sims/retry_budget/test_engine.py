@@ -2,6 +2,7 @@
 SRE book: 3x the load at total failure without a budget, 1.1x with; a stall
 that retries keep down for good without a budget, and that a budget
 recovers from; the figures Chapter 11 quotes; its tasks and its program."""
+import math
 import statistics
 
 import pytest
@@ -144,3 +145,26 @@ def test_the_retry_budget_state_holds_the_limits_its_picture_draws():
                for each in state["seconds"][recovered:])
     before = state["seconds"][recovered - 1]
     assert before["answered"] < state["healthy"] * before["offered"]
+
+
+def test_the_budgets_spare_retries_are_saved_before_the_stall_and_spent_in_it():
+    """Each second ends with the retries the budget still allows: 10% of
+    the requests so far before the stall, when nothing needs a retry; one
+    at most from the stall's second second until it recovers; and what it
+    let through, over the run, is the retries the backend got (or a few
+    more, granted in the last seconds and sent after the run). Without a
+    budget there is none to draw."""
+    state = RetryBudget(budget=True).state()
+    seconds = state["seconds"]
+    spare = [each["spare"] for each in seconds]
+    before = int(state["stall_at"])
+    assert spare[before - 1] == math.ceil(
+        state["budget_share"] * sum(each["offered"] for each in seconds[:before]))
+    assert spare[before - 1] > 30
+    assert all(left <= 1 for left in spare[before + 2:state["recovered_at"]])
+    assert all(isinstance(left, int) and left >= 0 for left in spare)
+    granted = math.ceil(state["budget_share"] * sum(each["offered"] for each in seconds)) \
+        - spare[-1]
+    sent = sum(each["calls"] - each["offered"] for each in seconds)
+    assert 0 <= granted - sent <= 10
+    assert {each["spare"] for each in RetryBudget().state()["seconds"]} == {None}

@@ -3,12 +3,17 @@
 // fail: one line for clients that retry within their attempts alone, one for
 // clients that also keep a budget. The second is a run, second by second: a
 // backend stalls, and the calls per request and the share answered in time
-// show whether it ever comes back.
+// show whether it ever comes back. Play reveals that run a second at a
+// time, behind a cursor the reader can also drag, or move by its slider.
 
-import { el, sideways, svg } from "../dom.js";
+import { el, player, sideways, svg } from "../dom.js";
 import { CHAR, SMALL_CHAR, wrap } from "../picture.js";
 
 const MARK = 1.2;             // the level the budget's line stays under, drawn as a line
+const SECOND_MS = 250;        // how long Play shows a second of the run, at 1×
+const CALM_SECONDS = 10;      // with reduced motion, Play moves this many seconds at a time
+const CALM_MS = 1500;         // and holds each of its steps this long
+const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
 
 function times(value) {
   return `${value.toFixed(1)}×`;
@@ -39,6 +44,20 @@ function share(second) {
 // which its queue only grows.
 function answerable(state) {
   return 1 / state.settings.load;
+}
+
+// The second before the cursor at `at` (seconds shown), in words: the
+// slider's text for a screen reader.
+function secondSaid(state, at) {
+  if (at === 0) {
+    return "0 s: the run has not started";
+  }
+  const second = state.seconds[at - 1];
+  const stalled = state.stall_at <= at - 1 && at - 1 < state.stall_at + state.settings.stall;
+  const said = second.offered ? `${(second.calls / second.offered).toFixed(1)} calls per ` +
+    `request, ${percent(share(second))} answered in time` : "no requests";
+  const spare = second.spare === null ? "" : `, ${second.spare} retries left in the budget`;
+  return `${at - 1}–${at} s: ${said}${stalled ? ", stalled" : ""}${spare}`;
 }
 
 // What became of the run, in one sentence, for the page and the announcer.
@@ -98,6 +117,71 @@ export default function retryBudget(body, { act, announce, tasks }) {
   const pictures = el("div", { class: "rb-pictures" });
   const key = el("p", { class: "rb-key" });
 
+  // The run in time: the cursor is at `at`, the number of seconds shown.
+  let at = null;
+  let last = null;                   // the state drawn last
+  let scale = null;                  // where drawRun put the seconds: { left, step }
+  let marks = null;                  // what drawRun drew that the cursor shows or hides
+  const play = el("button", { type: "button", class: "rb-play",
+    "aria-describedby": "rb-how" }, "Play");
+  const speed = el("select", { "aria-label": "Speed" },
+    el("option", { value: "1" }, "1×"), el("option", { value: "3" }, "3×"));
+  const slider = el("input", { type: "range", min: "0", step: "1", id: "rb-at" });
+  const sliderShown = el("output", { for: "rb-at" });
+  const how = el("p", { class: "rb-key", id: "rb-how" });
+  const calm = () => reducedMotion.matches;
+  const sayHow = () => {
+    how.textContent = calm()
+      ? `Your device asks for less motion: Play moves ${CALM_SECONDS} s at a time, ` +
+        "without animation. The slider, its arrow keys and a click on the chart go to " +
+        "any second."
+      : "Play shows the run a second at a time. The slider, its arrow keys and a click " +
+        "or drag on the chart go to any second.";
+  };
+  sayHow();
+  reducedMotion.addEventListener("change", sayHow);
+  const ended = () => !last || at >= last.seconds.length;
+  // Play from the end starts the run again (this runs before player's own click).
+  play.addEventListener("click", () => {
+    if (play.getAttribute("aria-pressed") !== "true" && ended()) {
+      showTo(0);
+    }
+  });
+  const playing = player(play,
+    () => (calm() ? CALM_MS : SECOND_MS / Number(speed.value)),
+    () => showTo(calm() ? (Math.floor(at / CALM_SECONDS) + 1) * CALM_SECONDS : at + 1),
+    ended);
+  // While it plays the seconds to come are hidden; paused, they are faint.
+  new MutationObserver(() => run.classList.toggle("rb-playing",
+    play.getAttribute("aria-pressed") === "true"))
+    .observe(play, { attributes: true, attributeFilter: ["aria-pressed"] });
+  slider.addEventListener("input", () => {
+    playing.stop();
+    showTo(Number(slider.value));
+  });
+  const showAll = el("button", { type: "button", onclick: () => {
+    playing.stop();
+    showTo(last ? last.seconds.length : at);
+  } }, "Show all");
+  // A click on the chart, or a drag along it, puts the cursor there.
+  const pointAt = (event) => {
+    if (!scale || !last) {
+      return;
+    }
+    const x = event.clientX - run.getBoundingClientRect().left;
+    playing.stop();
+    showTo(Math.round((x - scale.left) / scale.step));
+  };
+  run.addEventListener("pointerdown", (event) => {
+    run.setPointerCapture(event.pointerId);
+    pointAt(event);
+  });
+  run.addEventListener("pointermove", (event) => {
+    if (run.hasPointerCapture(event.pointerId)) {
+      pointAt(event);
+    }
+  });
+
   function field(name, text, extra = null) {
     return el("span", { class: "sim-field" },
       el("label", { for: inputs[name].id }, text), inputs[name], extra);
@@ -107,7 +191,12 @@ export default function retryBudget(body, { act, announce, tasks }) {
     el("section", { class: "sim-picture rb-curves-box" },
       el("h3", {}, "Load on a failing backend"), curves, key),
     el("section", { class: "sim-picture" },
-      el("h3", {}, "A stall, second by second"), sideways(runBox, "picture", run), runBox));
+      el("h3", {}, "A stall, second by second"),
+      el("div", { class: "sim-controls rb-player" }, play, showAll,
+        el("label", {}, "Speed ", speed),
+        el("span", { class: "sim-field rb-at" }, el("label", { for: "rb-at" }, "Second"),
+          slider, sliderShown)),
+      how, sideways(runBox, "picture", run), runBox));
   body.append(
     el("div", { class: "sim-controls rb-controls" },
       field("budget", "Retry budget"),
@@ -220,6 +309,12 @@ export default function retryBudget(body, { act, announce, tasks }) {
     const top2 = base1 + 30, high2 = 70, base2 = top2 + high2;
     const y1 = (load) => base1 - (load / most) * high1;
     const y2 = (part) => base2 - part * high2;
+    // With a budget, a third strip: the retries it still allows.
+    const budgeted = seconds.every((each) => each.spare !== null);
+    const mostSpare = budgeted ? Math.max(1, ...seconds.map((each) => each.spare)) : 1;
+    const top3 = base2 + 30, high3 = 50, base3 = top3 + high3;
+    const y3 = (spare) => base3 - (spare / mostSpare) * high3;
+    const bottom = budgeted ? base3 : base2;
     const every = most > 6 ? 2 : 1;
     const levels = [];
     for (let level = every; level < most; level += every) {
@@ -237,7 +332,7 @@ export default function retryBudget(body, { act, announce, tasks }) {
     if (s.stall > 0) {
       parts.push(svg("g", { class: "rb-stall" },
         svg("rect", { x: x(state.stall_at), width: x(end) - x(state.stall_at), y: top1,
-          height: base2 - top1, fill: "url(#rb-hatch)" })));
+          height: bottom - top1, fill: "url(#rb-hatch)" })));
     }
     parts.push(svg("g", { class: "rb-grid" }, levels.map((level) => svg("g", {},
       svg("line", { x1: left, x2: x(seconds.length), y1: y1(level), y2: y1(level) }),
@@ -245,22 +340,39 @@ export default function retryBudget(body, { act, announce, tasks }) {
       [0, 0.5, 1].map((part) => svg("g", {},
         svg("line", { x1: left, x2: x(seconds.length), y1: y2(part), y2: y2(part) }),
         svg("text", { x: left - 6, y: y2(part) + 4, "text-anchor": "end" },
-          percent(part))))));
+          percent(part)))),
+      budgeted ? [0, mostSpare].map((spare) => svg("g", {},
+        svg("line", { x1: left, x2: x(seconds.length), y1: y3(spare), y2: y3(spare) }),
+        svg("text", { x: left - 6, y: y3(spare) + 4, "text-anchor": "end" }, String(spare))))
+        : null));
+    if (budgeted) {
+      parts.push(svg("text", { class: "rb-title", x: 0, y: top3 - 8 },
+        "retries the budget still allows"));
+    }
     const said = seconds.map((each, i) => `${i} s: ${each.offered} requests, ` +
       `${each.calls} calls` + (each.offered ? ` (${times(loads[i])})` : "") +
-      `, ${each.answered} answered in time`);
+      `, ${each.answered} answered in time` +
+      (budgeted ? `, ${each.spare} retries left in the budget` : ""));
     const gap = step > 3 ? 1 : 0;
     const apart = step * 10 >= 56 ? 10 : 20;    // seconds between the axis's labels
+    const bySecond = seconds.map(() => []);    // each second's marks, for the cursor
     seconds.forEach((each, i) => {
+      if (budgeted && each.spare > 0) {
+        bySecond[i].push(svg("rect", { class: "rb-spare", "data-second": i, x: x(i) + gap / 2,
+          width: step - gap, y: y3(each.spare), height: base3 - y3(each.spare) },
+          svg("title", {}, said[i])));
+      }
       if (!each.offered) {
+        parts.push(...bySecond[i]);
         return;
       }
-      parts.push(svg("rect", { class: "rb-load", "data-second": i, x: x(i) + gap / 2,
+      bySecond[i].push(svg("rect", { class: "rb-load", "data-second": i, x: x(i) + gap / 2,
         width: step - gap, y: y1(loads[i]), height: base1 - y1(loads[i]) },
         svg("title", {}, said[i])));
-      parts.push(svg("rect", { class: "rb-answered", "data-second": i, x: x(i) + gap / 2,
+      bySecond[i].push(svg("rect", { class: "rb-answered", "data-second": i, x: x(i) + gap / 2,
         width: step - gap, y: y2(share(each)), height: base2 - y2(share(each)) },
         svg("title", {}, said[i])));
+      parts.push(...bySecond[i]);
     });
     const ableWords = `it can answer ${times(able)}`;
     parts.push(svg("g", { class: "rb-capacity" },
@@ -275,51 +387,97 @@ export default function retryBudget(body, { act, announce, tasks }) {
     parts.push(svg("g", { class: "rb-axis" },
       svg("line", { x1: left, x2: x(seconds.length), y1: base1, y2: base1 }),
       svg("line", { x1: left, x2: x(seconds.length), y1: base2, y2: base2 }),
+      budgeted ? svg("line", { x1: left, x2: x(seconds.length), y1: base3, y2: base3 }) : null,
       Array.from({ length: Math.floor(seconds.length / apart) + 1 }, (_, i) => i * apart)
         .map((t) => svg("g", {},
-          svg("line", { x1: x(t), x2: x(t), y1: base2, y2: base2 + 4 }),
-          svg("text", { x: x(t), y: base2 + 16,
+          svg("line", { x1: x(t), x2: x(t), y1: bottom, y2: bottom + 4 }),
+          svg("text", { x: x(t), y: bottom + 16,
             "text-anchor": t === seconds.length ? "end" : "middle" }, `${t} s`)))));
-    let y = base2 + 36;
+    let y = bottom + 36;
     const fits = Math.floor((width - 4) / SMALL_CHAR);
     if (s.stall > 0) {
       parts.push(svg("g", { class: "rb-stall" },
-        svg("path", { class: "rb-bracket", d: `M${x(state.stall_at)} ${base2 + 20}v4` +
+        svg("path", { class: "rb-bracket", d: `M${x(state.stall_at)} ${bottom + 20}v4` +
           `H${x(end)}v-4` }),
         lines({ x: x(state.stall_at), y }, `hatched: stalled ${state.stall_at}–${end} s`,
           fits, width)));
       y += 16;
     }
     const back = state.recovered_at;
+    // The words on how it ended are shown once the cursor has passed the
+    // second they are about (the end of the run, if it never came back).
+    const told = back === null || s.stall === 0 ? seconds.length - 1 : back;
     if (back !== null && s.stall > 0) {
-      parts.push(svg("g", { class: "rb-recovered", "data-at": back },
-        svg("line", { x1: x(back), x2: x(back), y1: top1, y2: base2 })));
+      const mark = svg("g", { class: "rb-recovered", "data-at": back },
+        svg("line", { x1: x(back), x2: x(back), y1: top1, y2: bottom }));
+      bySecond[told].push(mark);
+      parts.push(mark);
     }
     const words = back === null ? "never healthy again: the retries keep it overloaded"
       : s.stall === 0 ? "no stall: healthy all along" : `▲ healthy from ${back} s on`;
     const from = back === null || s.stall === 0 ? 0 : x(back) - 4;
-    const told = lines({ class: "rb-recovery", x: from, y }, words, fits, width);
-    parts.push(told);
-    y += 14 * told.childElementCount + 4;
+    const recovery = lines({ class: "rb-recovery", x: from, y }, words, fits, width);
+    bySecond[told].push(recovery);
+    parts.push(recovery);
+    y += 14 * recovery.childElementCount + 4;
+    const cursor = svg("g", { class: "rb-cursor", "aria-hidden": "true" },
+      svg("line", { y1: top1, y2: bottom }),
+      svg("text", { y: top1 + 10 }));
+    parts.push(cursor);
+    scale = { left, step };
+    marks = { bySecond, cursor, x, width };
     run.replaceChildren(svg("desc", {}, `Each second: ${said.join("; ")}.`), ...parts);
     run.setAttribute("width", width);
     run.setAttribute("height", y);
     run.setAttribute("viewBox", `0 0 ${width} ${y}`);
-    run.setAttribute("aria-label", `Calls per request and the share answered in time, ` +
+    run.setAttribute("aria-label", `Calls per request, the share answered in time` +
+      `${budgeted ? " and the retries the budget still allows" : ""}, ` +
       `each second of ${seconds.length}. ${verdict(state)}`);
   }
 
+  // Shows the run's first `to` seconds; the cursor stands after them.
+  function showTo(to) {
+    const length = last.seconds.length;
+    at = Math.max(0, Math.min(length, to));
+    slider.max = String(length);
+    slider.value = String(at);
+    sliderShown.textContent = ` ${at} s`;
+    slider.setAttribute("aria-valuetext", secondSaid(last, at));
+    marks.bySecond.forEach((drawn, i) => {
+      for (const mark of drawn) {
+        mark.classList.toggle("rb-later", i >= at);
+      }
+    });
+    // At the end the whole run is there, and needs no cursor.
+    const { cursor, x, width } = marks;
+    cursor.setAttribute("display", at === length ? "none" : "inline");
+    cursor.dataset.second = at;
+    const line = cursor.querySelector("line");
+    line.setAttribute("x1", x(at));
+    line.setAttribute("x2", x(at));
+    // Its words right of it, or left where they would leave the picture.
+    const words = cursor.querySelector("text");
+    words.textContent = `${at} s`;
+    const right = x(at) + 4 + SMALL_CHAR * words.textContent.length < width;
+    words.setAttribute("x", right ? x(at) + 4 : x(at) - 4);
+    words.setAttribute("text-anchor", right ? "start" : "end");
+  }
+
   function draw(state) {
+    last = state;
     drawCurves(state);
     drawRun(state);
+    showTo(at === null ? state.seconds.length : at);
     result.textContent = verdict(state);
     announce(result.textContent);
   }
 
   // At a new width, sims.js has the same state redrawn to fit it.
   function redraw(state) {
+    last = state;
     drawCurves(state);
     drawRun(state);
+    showTo(at);
   }
 
   return { draw, resized: { box: pictures, redraw } };
