@@ -4,7 +4,7 @@ are tools/sims/test_pages.py's; they make the moves in SMOKE."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import start_simulation, task_done, answered
+from tests.browser import answered, start_simulation, task_done, watch
 
 
 CHAPTER = "when-workers-die-leases.html"
@@ -50,13 +50,14 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
     sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
     sim.get_by_role("button", name="Add a job").click()
     step = sim.get_by_role("button", name="Step to the next event")
-    worker_1 = sim.locator("tbody tr").filter(has_text="worker 1").first
+    said = sim.locator(".kq-picture svg desc")           # what the picture shows, in words
+    sent = "worker 1 holds job 1, its email sent"
     for _ in range(10):                     # until worker 1 has sent, but not acknowledged
-        if "sent" in worker_1.inner_text():
+        if sent in said.text_content():
             break
         step.click()
         answered(sim)
-    expect(worker_1).to_contain_text("sent")
+    expect(said).to_contain_text(sent)
     sim.get_by_role("button", name="Kill worker 1").click()
     expect(task_done(sim, "die-holding")).to_have_class("done")
     expect(sim.locator("[aria-live]")).to_contain_text("killed")
@@ -185,3 +186,30 @@ def test_the_killable_queue_picture_fits_a_phone(new_page, site_url):
     assert frame["x"] <= drawn["x"] and drawn["x"] + drawn["width"] <= frame["x"] + frame["width"]
     words = lane(sim, 0).get_by_text("5.0 s left").bounding_box()
     assert words["x"] + words["width"] <= drawn["x"] + drawn["width"]
+
+
+def test_each_workers_kill_and_restart_is_on_its_lane(new_page, site_url):
+    """Beside the text and on a phone, a worker's button sits on its lane,
+    under its name and left of the lane's time, so a reader can watch a job
+    and kill its worker at once; the keyboard reaches it, and keeps it as it
+    turns from Kill to Restart and back."""
+    for width in (1280, 390):
+        page = watch(new_page(width, 900))
+        sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+        time = sim.locator(".kq-picture svg .kq-axis-line").bounding_box()["x"]
+        for worker in (0, 1, 2):
+            on = sim.get_by_role("button", name=f"Kill worker {worker + 1}").bounding_box()
+            name = lane(sim, worker).locator(".kq-name").bounding_box()
+            edge = lane(sim, worker).locator(".kq-lane-edge").bounding_box()
+            assert name["y"] + name["height"] <= on["y"], (width, worker)
+            assert on["y"] + on["height"] <= edge["y"] + 1, (width, worker)
+            assert on["x"] + on["width"] <= time + 1, (width, worker)
+        kill = sim.get_by_role("button", name="Kill worker 2")
+        kill.focus()
+        page.keyboard.press("Enter")
+        restart = sim.get_by_role("button", name="Restart worker 2")
+        expect(restart).to_be_focused()
+        expect(lane(sim, 1).locator(".kq-kill")).to_have_count(1)
+        page.keyboard.press("Space")
+        expect(kill).to_be_focused()
+        assert page.problems == []

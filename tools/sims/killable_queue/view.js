@@ -16,11 +16,12 @@ function seconds(value) {
 
 // ---- the picture: a lane per worker on a time axis, now near the right edge
 
-const NAMES_WIDTH = 70;          // px: the workers' names, left of the lanes
+const NAMES_WIDTH = 80;          // px: each worker's name and button, left of its lane
 const LOOK_BACK = 20;            // s: the least the picture shows of the past
 const AHEAD = 84;                // px: the least room right of now, for the lease left
 const AXIS = 26;                 // px: the time axis above the lanes
 const LANE = 58;                 // px: one worker's lane
+const BUTTON_TOP = 20;           // px: where its button starts, under its name
 const SMALL = 11;                // px: the font of the words on the lanes
 const CHAR = 0.62;               // a monospace character's width, in ems
 let pictures = 0;                // to give each picture's pattern and clip their own ids
@@ -193,9 +194,7 @@ function lanePicture(worker, state, scale, ids) {
   placeWords(words, heights, taken, scale.right);
   return svg("g", { class: "kq-lane", "data-worker": worker.index },
     svg("line", { class: "kq-lane-edge", x1: 0, x2: scale.right, y1: top + LANE, y2: top + LANE }),
-    svg("text", { class: "kq-name", x: 4, y: top + 26 }, worker.name),
-    svg("text", { class: "kq-words kq-doing", x: 4, y: top + 42 },
-      worker.alive ? worker.phase : "dead ✗"),
+    svg("text", { class: "kq-name", x: 4, y: top + 14 }, worker.name),
     plot);
 }
 
@@ -309,7 +308,6 @@ export default function killableQueue(body, { act, announce, tasks }) {
     el("label", { for: "kq-lease" }, "Lease (s) "), lease,
     el("button", { type: "button", onclick: reset }, "Reset"),
     clock);
-  const workers = el("tbody");
   const jobs = el("tbody");
   const outbox = el("ol", { class: "sim-outbox" });
   const events = el("ol", { class: "sim-events" });
@@ -318,7 +316,10 @@ export default function killableQueue(body, { act, announce, tasks }) {
     title: `kq-title-${pictures}`, desc: `kq-desc-${pictures}` };
   const picture = svg("svg", { role: "img", "aria-labelledby": ids.title,
     "aria-describedby": ids.desc });
-  const frame = el("div", { class: "sim-picture kq-picture" }, picture);
+  // Each worker's Kill (or Restart) button, on its lane under its name, so
+  // that the reader watches the job and kills its worker in one place.
+  const buttons = el("div", { class: "kq-buttons" });
+  const frame = el("div", { class: "sim-picture kq-picture" }, picture, buttons);
   let shown = null;                // the state drawn last, drawn again when the width changes
   new ResizeObserver(() => {
     if (shown && Number(picture.getAttribute("width")) !== width()) {
@@ -328,11 +329,6 @@ export default function killableQueue(body, { act, announce, tasks }) {
   body.append(controls,
     el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
-      el("section", {}, el("h3", {}, "Workers"),
-        scrolling(el("table", {}, el("thead", {}, el("tr", {},
-          el("th", {}, "Worker"), el("th", {}, "Doing"), el("th", {}, "Job"),
-          el("th", {}, "Time left"), el("th", {}, el("span", { class: "visually-hidden" },
-            "Action")))), workers))),
       el("section", {}, el("h3", {}, "The jobs table"),
         scrolling(el("table", {}, el("thead", {}, el("tr", {},
           el("th", {}, "Job"), el("th", {}, "Email to"), el("th", {}, "Status"),
@@ -385,33 +381,31 @@ export default function killableQueue(body, { act, announce, tasks }) {
     act("new", { lease: Number(lease.value) });
   }
 
-  // A worker's row is made once and then updated, never replaced: a button
-  // replaced between a press and its release loses the click, and the focus.
-  const rows = [];
-  function workerRow(worker) {
-    if (!rows[worker.index]) {
-      const cells = [el("th", { scope: "row" }), el("td"), el("td"), el("td")];
-      const button = el("button", { type: "button",
+  // A worker's button is made once and then updated, never replaced: a
+  // button replaced between a press and its release loses the click, and
+  // the focus. It goes on the worker's lane, under its name.
+  const made = [];
+  function workerButton(worker) {
+    if (!made[worker.index]) {
+      const button = el("button", { type: "button", class: "kq-act",
         onclick: () => act(button.dataset.action, worker.index) });
-      rows[worker.index] = { cells, button, row: el("tr", {}, cells, el("td", {}, button)) };
+      button.style.top = `${AXIS + worker.index * LANE + BUTTON_TOP}px`;
+      made[worker.index] = button;
     }
-    const { cells, button, row } = rows[worker.index];
-    const texts = [worker.name, worker.alive ? worker.phase : "dead ✗",
-      worker.job === null ? "" : `job ${worker.job}`, seconds(worker.seconds_left)];
-    texts.forEach((text, index) => { cells[index].textContent = text; });
+    const button = made[worker.index];
     const action = worker.alive ? "Kill" : "Restart";
     button.dataset.action = action.toLowerCase();
     button.textContent = action;
     button.setAttribute("aria-label", `${action} ${worker.name}`);
-    return row;
+    return button;
   }
 
   function draw(state) {
     clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s · no dice`;
-    const shown = state.workers.map(workerRow);
-    if (shown.length !== workers.children.length
-        || shown.some((row, index) => workers.children[index] !== row)) {
-      workers.replaceChildren(...shown);
+    const ready = state.workers.map(workerButton);
+    if (ready.length !== buttons.children.length
+        || ready.some((button, index) => buttons.children[index] !== button)) {
+      buttons.replaceChildren(...ready);
     }
     jobs.replaceChildren(...state.jobs.map((job) => el("tr", {},
       el("th", { scope: "row" }, String(job.id)), el("td", {}, job.address),
