@@ -96,6 +96,7 @@ class KillableQueue(Engine):
         self.enqueued = 0
         self.holder = {}                 # (job id, token) -> the worker that made the claim
         self.last_holder = {}            # job id -> the worker that claimed it last
+        self.last_claim = {}             # job id -> its latest claim's history entry
         self.announced = set()           # (job id, token) of claims whose lease we said ran out
         # What the picture draws, for the last HISTORY_SECONDS: each claim on
         # its worker's lane, and when workers died and were started again.
@@ -268,18 +269,23 @@ class KillableQueue(Engine):
             worker.due = self.ms + to_ms(POLL_SECONDS)
             return
         previous = self.last_holder.get(job.id)
+        before = self.last_claim.get(job.id)
         self.holder[job.id, job.token] = worker.name
         self.last_holder[job.id] = worker.name
         worker.job, worker.phase, worker.due = job, "sending", self.ms + to_ms(SEND_SECONDS)
         worker.claim = {"worker": worker.index, "job": job.id, "token": job.token,
                         "claimed": self.now(), "sent": None, "ended": None, "end": None,
                         "lease_until": (self.ms + to_ms(worker.queue.lease)) / 1000,
-                        "duplicate": False}
+                        "duplicate": False, "took_over": None}
         self.claims.append(worker.claim)
+        self.last_claim[job.id] = worker.claim
         if job.attempts == 1:
             self._log("claimed", f"{worker.name} claimed job {job.id} (attempt 1)")
             return
         # tinyq claims a running job only when its lease has run out: a takeover.
+        # The picture draws the handover, from where that lease ran out.
+        worker.claim["took_over"] = {"worker": before["worker"], "token": before["token"],
+                                     "lease_until": before["lease_until"]}
         if previous == worker.name:
             previous = f"the earlier {previous}"
         self._log("takeover", f"{worker.name} took over job {job.id} from {previous} "
@@ -351,10 +357,15 @@ class KillableQueue(Engine):
             "events": list(self.events),
             "tasks": self.tasks(),
             "history": {"seconds": HISTORY_SECONDS,
-                        "claims": [dict(claim) for claim in self.claims],
+                        "claims": [self._claim_state(claim) for claim in self.claims],
                         "deaths": [dict(death) for death in self.deaths],
                         "restarts": [dict(start) for start in self.restarts]},
         }
+
+    def _claim_state(self, claim):
+        left = max(to_ms(claim["lease_until"]) - self.ms, 0) / 1000
+        return {**claim, "took_over": claim["took_over"] and dict(claim["took_over"]),
+                "lease_left": left}
 
     def _worker_state(self, worker):
         busy = worker.phase in ("sending", "sent")

@@ -236,10 +236,13 @@ def test_the_history_keeps_each_claim_its_send_its_lease_and_how_it_ended(sim):
     assert state["history"]["seconds"] == HISTORY_SECONDS
     assert state["history"]["claims"] == [
         {"worker": 0, "job": 1, "token": 1, "claimed": 0.0, "sent": SEND_SECONDS,
-         "ended": killed_at, "end": "killed", "lease_until": 5.0, "duplicate": False},
+         "ended": killed_at, "end": "killed", "lease_until": 5.0, "duplicate": False,
+         "took_over": None, "lease_left": 0.0},
         {"worker": 1, "job": 1, "token": 2, "claimed": taken_at,
          "sent": taken_at + SEND_SECONDS, "ended": taken_at + SEND_SECONDS + ACK_SECONDS,
-         "end": "done", "lease_until": taken_at + 5.0, "duplicate": True}]
+         "end": "done", "lease_until": taken_at + 5.0, "duplicate": True,
+         "took_over": {"worker": 0, "token": 1, "lease_until": 5.0},
+         "lease_left": pytest.approx(taken_at + 5.0 - state["time"])}]
     assert state["history"]["deaths"] == [{"worker": 0, "time": killed_at}]
     assert state["history"]["restarts"] == []
 
@@ -332,3 +335,46 @@ def test_the_killable_queue_story():
         assert line in out.splitlines()
     assert out.count("(duplicate)") == 1
     assert out == run_program("killable-queue")
+
+
+def test_a_takeover_says_whose_claim_it_took_over_and_when_that_lease_ran_out(sim):
+    """The handover the picture draws: from the dead worker's claim, where
+    its lease ran out, to the claim that took the job over."""
+    sim.enqueue(2)
+    tick_until(sim, phase(0, "sent"))
+    sim.kill(0)                                  # holding job 1, its lease until 5 s
+    state = tick_until(sim, lambda state: events(state, "takeover"))
+    first, second, third = state["history"]["claims"]
+    assert (first["job"], second["job"], third["job"]) == (1, 2, 1)
+    assert first["took_over"] is None and second["took_over"] is None
+    assert third["took_over"] == {"worker": 0, "token": 1, "lease_until": 5.0}
+    assert third["worker"] != 0 and third["claimed"] >= 5.0
+
+
+def test_a_restarted_worker_that_takes_its_own_job_back_took_it_from_its_old_self(sim):
+    sim.enqueue(1)
+    sim.step()
+    sim.kill(0)
+    sim.kill(1)
+    sim.kill(2)
+    sim.restart(0)
+    state = tick_until(sim, lambda state: events(state, "takeover"))
+    first, second = state["history"]["claims"]
+    assert second["worker"] == 0
+    assert second["took_over"] == {"worker": 0, "token": first["token"],
+                                   "lease_until": first["lease_until"]}
+
+
+def test_each_claim_says_how_much_of_its_lease_is_left(sim):
+    """The lease of a dead worker's claim runs down on the virtual clock,
+    and stops at nothing once it has run out."""
+    sim.enqueue(1)
+    sim.step()
+    sim.tick(1.2)
+    sim.kill(0)
+    lefts = []
+    for _ in range(5):
+        claim = sim.state()["history"]["claims"][0]
+        lefts.append(claim["lease_left"])
+        sim.tick(1.5)
+    assert lefts == [3.8, 2.3, 0.8, 0.0, 0.0]

@@ -213,3 +213,71 @@ def test_each_workers_kill_and_restart_is_on_its_lane(new_page, site_url):
         page.keyboard.press("Space")
         expect(kill).to_be_focused()
         assert page.problems == []
+
+
+ENDS = """(svg) => {
+    const arrow = svg.querySelector(".kq-handover .kq-arrow");
+    const box = (selector) => svg.querySelector(selector).getBBox();
+    const at = (length) => arrow.getPointAtLength(length);
+    const diamond = box('.kq-lane[data-worker="0"] .kq-diamond');
+    const to = svg.querySelector(".kq-handover").dataset.to;
+    const taken = svg.querySelectorAll(`.kq-lane[data-worker="${to}"] .kq-claim`);
+    const bar = taken[taken.length - 1].getBBox();
+    const orphan = box('.kq-lane[data-worker="0"] .kq-orphan');
+    const point = svg.querySelector(".kq-handover .kq-arrowhead").points[0];
+    return { start: [at(0).x, at(0).y], end: [point.x, point.y], diamond: [diamond.x + diamond.width / 2,
+        diamond.y + diamond.height], bar: [bar.x, bar.y], orphanEnd: orphan.x + orphan.width };
+}"""
+
+
+def test_the_handover_runs_from_where_the_dead_workers_lease_ran_out_to_the_taker(
+        watched, site_url):
+    """Killed holding job 1, worker 1 keeps it, a hollow bar, until its
+    lease runs out at the diamond; an arrow runs from there to the bar of
+    the worker that takes the job over."""
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    press(sim, "Add a job", "Step to the next event", "Step to the next event",
+          "Kill worker 1")
+    expect(lane(sim, 0).locator(".kq-orphan")).to_have_count(1)
+    expect(sim.locator(".kq-handover")).to_have_count(0)
+    step = sim.get_by_role("button", name="Step to the next event")
+    for _ in range(10):
+        if "done" in (task_done(sim, "takeover").get_attribute("class") or ""):
+            break
+        step.click()
+        answered(sim)
+    handover = sim.locator('.kq-picture svg .kq-handover[data-job="1"]')
+    expect(handover).to_have_count(1)
+    expect(handover).to_have_attribute("data-from", "0")
+    expect(handover).not_to_have_attribute("data-to", "0")
+    ends = sim.locator(".kq-picture svg").evaluate(ENDS)
+    assert ends["start"] == pytest.approx(ends["diamond"], abs=0.5)
+    assert ends["end"] == pytest.approx(ends["bar"], abs=0.5)
+    assert ends["orphanEnd"] == pytest.approx(ends["diamond"][0], abs=0.5)
+    expect(sim.locator(".kq-picture svg desc")).to_contain_text(
+        "took job 1 over at 5.5 s, after worker 1's lease on it ran out at 5.0 s")
+    assert watched.problems == []
+
+
+def test_under_play_a_dead_workers_lease_runs_down_on_its_lane(watched_alone, site_url):
+    """On the page's own clock: Play, and the lease left of the job a dead
+    worker holds counts down, while its hollow bar grows to now."""
+    watched = watched_alone
+    watched.clock.install()
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    press(sim, "Add a job", "Step to the next event", "Step to the next event",
+          "Kill worker 1")
+    watched.clock.pause_at(watched.evaluate("Date.now()") + 10)
+    expect(lane(sim, 0)).to_contain_text("3.0 s left")
+    orphan = lane(sim, 0).locator(".kq-orphan")
+    before = width_of(orphan)
+    sim.get_by_role("button", name="Play").click()
+    for _ in range(8):
+        watched.clock.run_for(250)
+        answered(sim)
+    sim.get_by_role("button", name="Pause").click()
+    answered(sim)
+    left = float(lane(sim, 0).locator("text", has_text=" s left").text_content().split()[0])
+    assert 0 < left < 3.0
+    assert width_of(orphan) > before
+    assert watched.problems == []

@@ -107,7 +107,7 @@ function lives(worker, history, since, now) {
 
 function lanePicture(worker, state, scale, ids) {
   const { x, now } = scale;
-  const top = AXIS + worker.index * LANE;
+  const top = laneTop(worker.index);
   const middle = top + 24;
   // Rows of words: over the bars, beside them right of now, under the lease.
   const heights = { above: top + 11, ahead: top + 28, below: top + 54 };
@@ -154,21 +154,33 @@ function lanePicture(worker, state, scale, ids) {
     // worker's runs on), and to a worker still at work when it ran out.
     const open = claim.end === null || claim.end === "killed";
     const until = x(claim.lease_until);
+    if (claim.end === "killed") {
+      // The job stays locked to its dead worker until the lease runs out:
+      // the same bar, hollow, from the kill on.
+      const to = claim.lease_left > 0 ? now : claim.lease_until;
+      held.append(svg("rect", { class: "kq-orphan", x: end, y: top + 16,
+        width: Math.max(x(to) - end, 0), height: 16 }));
+    }
     if (open || claim.ended > claim.lease_until) {
       held.append(svg("rect", { class: "kq-lease", x: start, y: top + 37,
         width: Math.max(until - start, 1), height: 6 }));
     }
-    if (open && now < claim.lease_until) {
+    if (open && claim.lease_left > 0) {
       const from = x(Math.max(now, claim.claimed));
       held.append(svg("rect", { class: "kq-lease-left", x: from, y: top + 37,
         width: Math.max(until - from, 0), height: 6 }));
-      word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_until - now)} left`,
+      word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_left)} left`,
         2, "ahead");
     } else if (claim.lease_until <= now && (open || claim.ended > claim.lease_until)) {
       const expired = svg("g", { class: "kq-expired" }, svg("polygon", { class: "kq-diamond",
         points: `${until},${top + 34} ${until + 5},${top + 40} ${until},${top + 46} ` +
           `${until - 5},${top + 40}` }));
-      word(expired, until + 7, "lease ran out", 3, "below", "above");
+      // Out of the way of a handover's arrow, which leaves the diamond
+      // downwards to a worker below, upwards to one above.
+      const taker = state.history.claims.find((c) => c.took_over !== null
+        && c.job === claim.job && c.took_over.token === claim.token);
+      word(expired, until + 7, "lease ran out", 3, ...(taker && taker.worker > worker.index
+        ? ["above", "below"] : ["below", "above"]));
       held.append(expired);
     }
     plot.append(held);
@@ -198,6 +210,36 @@ function lanePicture(worker, state, scale, ids) {
     plot);
 }
 
+// Where a lane's bar and lease are, from the top of the picture.
+const laneTop = (index) => AXIS + index * LANE;
+
+// Each takeover's handover: an arrow from the diamond where the last
+// holder's lease ran out, on its lane, to the start of the new claim's bar,
+// on the taker's, with its arrowhead on the bar.
+function handovers(state, scale) {
+  const { x } = scale;
+  const drawn = [];
+  for (const claim of state.history.claims.filter((c) => c.took_over !== null)) {
+    const from = claim.took_over;
+    const [x1, x2] = [x(from.lease_until), x(claim.claimed)];
+    const down = claim.worker > from.worker;
+    const y1 = laneTop(from.worker) + (down ? 46 : 34);
+    const y2 = laneTop(claim.worker) + (down ? 16 : 32);
+    const bend = (y1 + y2) / 2;
+    const head = down ? -6 : 6;            // the arrowhead's back, above or below its point
+    const giver = state.workers[from.worker].name;
+    const taker = state.workers[claim.worker].name;
+    drawn.push(svg("g", { class: "kq-handover", "data-job": claim.job,
+      "data-from": from.worker, "data-to": claim.worker },
+    svg("title", {}, `job ${claim.job}: ${giver}'s lease ran out at ` +
+      `${seconds(from.lease_until)}; ${taker} took it over at ${seconds(claim.claimed)}`),
+    svg("path", { class: "kq-arrow", d: `M${x1},${y1}C${x1},${bend} ${x2},${bend} ${x2},${y2 + head}` }),
+    svg("polygon", { class: "kq-arrowhead",
+      points: `${x2},${y2} ${x2 - 4},${y2 + head} ${x2 + 4},${y2 + head}` })));
+  }
+  return drawn;
+}
+
 function axisPicture(state, scale, height) {
   const { x, nowX, left, right } = scale;
   const axis = svg("g", { class: "kq-axis" },
@@ -221,11 +263,9 @@ function axisPicture(state, scale, height) {
 
 // What the picture shows now, in words, for a screen reader.
 function describe(state) {
-  const leaseOf = (claim) => {
-    const left = claim.lease_until - state.time;
-    return left > 0 ? `job ${claim.job} is leased for ${seconds(left)} more`
-      : `job ${claim.job}'s lease ran out`;
-  };
+  const leaseOf = (claim) => (claim.lease_left > 0
+    ? `job ${claim.job} is leased for ${seconds(claim.lease_left)} more`
+    : `job ${claim.job}'s lease ran out`);
   const sentences = [`Now ${seconds(state.time)}.`];
   for (const worker of state.workers) {
     const mine = state.history.claims.filter((claim) => claim.worker === worker.index);
@@ -248,6 +288,12 @@ function describe(state) {
       leaseOf(killed));
     }
     sentences.push(`${said.join("; ")}.`);
+  }
+  for (const claim of state.history.claims.filter((c) => c.took_over !== null)) {
+    const giver = state.workers[claim.took_over.worker].name;
+    sentences.push(`${state.workers[claim.worker].name} took job ${claim.job} over at ` +
+      `${seconds(claim.claimed)}, after ${giver}'s lease on it ran out at ` +
+      `${seconds(claim.took_over.lease_until)}.`);
   }
   const duplicates = state.outbox.filter((email) => email.duplicate).length;
   sentences.push(`The outbox holds ${state.outbox.length} email` +
@@ -363,7 +409,8 @@ export default function killableQueue(body, { act, announce, tasks }) {
         svg("clipPath", { id: ids.clip }, svg("rect", { x: scale.left, y: 0,
           width: scale.right - scale.left, height }))),
       axisPicture(state, scale, height),
-      ...state.workers.map((worker) => lanePicture(worker, state, scale, ids)));
+      ...state.workers.map((worker) => lanePicture(worker, state, scale, ids)),
+      svg("g", { "clip-path": `url(#${ids.clip})` }, handovers(state, scale)));
   }
 
   function setLease() {
