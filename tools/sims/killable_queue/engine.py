@@ -9,7 +9,7 @@ history for the page's picture: each claim of the last minute, with its
 send, its lease and how it ended, and when workers died and were restarted.
 
 Time is virtual: nothing sleeps and nothing reads the wall clock, and
-nothing is left to chance (tinyq's fencing tokens count claims; no dice),
+nothing is left to chance (tinyq's fencing tokens count claims; nothing is random),
 so the same actions always give the same run, and it runs in the browser
 (Pyodide has no threads and its time.sleep does not wait).
 

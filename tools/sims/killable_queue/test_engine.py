@@ -205,7 +205,7 @@ def test_the_same_actions_give_the_same_state(opened):
 
     state = run()
     assert state == run()
-    # tinyq's fencing tokens count the claims of each job: no dice. Job 2's
+    # tinyq's fencing tokens count the claims of each job: nothing random. Job 2's
     # worker was killed, so it was claimed twice.
     assert [(row["attempts"], row["token"]) for row in state["jobs"]] == [
         (1, 1), (2, 2), (1, 1), (1, 1), (1, 1)]

@@ -120,7 +120,7 @@ def test_the_killable_queue_picture_shrinks_a_lease_then_marks_it_expired(watche
     press(sim, "Kill worker 1", "Step to the next event")    # the lease runs out at 5 s
     expect(sim.locator(".sim-clock")).to_contain_text("time 5.0 s")
     expect(lane(sim, 0).locator(".kq-lease-left")).to_have_count(0)
-    expect(lane(sim, 0).locator(".kq-expired")).to_contain_text("lease ran out")
+    expect(lane(sim, 0).locator(".kq-expired text")).to_have_text("lease ran out")
     expect(picture.locator("desc")).to_contain_text("lease ran out")
     assert watched.problems == []
 
@@ -131,7 +131,7 @@ def test_the_killable_queue_picture_draws_a_kill_on_the_workers_lane(watched, si
           "Kill worker 1")                                    # killed at 2 s, after sending
     kill = lane(sim, 0).locator(".kq-kill")
     expect(kill).to_have_count(1)
-    expect(kill).to_contain_text("killed")
+    expect(kill.locator("text")).to_have_text("killed")
     expect(kill.locator(".kq-cross")).to_have_count(1)       # a shape, not a colour
     for other in (1, 2):
         expect(lane(sim, other).locator(".kq-kill")).to_have_count(0)
@@ -143,7 +143,7 @@ def test_the_killable_queue_picture_draws_a_kill_on_the_workers_lane(watched, si
     # Restarted at the same moment: both marks show, and no words overlap.
     press(sim, "Restart worker 1")
     restart = lane(sim, 0).locator(".kq-restart")
-    expect(restart).to_contain_text("restarted")
+    expect(restart.locator("text")).to_have_text("restarted")
     expect(kill).to_have_count(1)
     boxes = lane(sim, 0).locator("text").evaluate_all(
         "texts => texts.map(t => t.getBoundingClientRect()).filter(b => b.width > 0)"
@@ -169,7 +169,7 @@ def test_the_killable_queue_picture_marks_the_duplicate_by_shape_and_word(watche
     duplicate = lane(sim, 1).locator(".kq-duplicate")
     expect(duplicate).to_have_count(1)
     expect(duplicate.locator("polygon")).to_have_count(1)    # a warning triangle
-    expect(duplicate).to_contain_text("duplicate")
+    expect(duplicate.locator("text")).to_have_text("duplicate")
     expect(lane(sim, 0).locator(".kq-duplicate")).to_have_count(0)  # the first send was not
     expect(sim.locator(".kq-picture svg desc")).to_contain_text("duplicate")
     assert watched.problems == []
@@ -280,4 +280,21 @@ def test_under_play_a_dead_workers_lease_runs_down_on_its_lane(watched_alone, si
     left = float(lane(sim, 0).locator("text", has_text=" s left").text_content().split()[0])
     assert 0 < left < 3.0
     assert width_of(orphan) > before
+    assert watched.problems == []
+
+
+def test_the_key_is_short_and_each_other_mark_says_what_it_is(watched, site_url):
+    """Four items in the key; the marks it leaves out have words on the
+    picture and a title of their own. The clock line says no jargon: the
+    same moves always give the same run."""
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    assert sim.locator(".kq-legend li").count() <= 4
+    press(sim, "Add a job", "Step to the next event", "Step to the next event",
+          "Kill worker 1", "Restart worker 1")
+    for mark in ("kq-kill", "kq-restart"):
+        title = lane(sim, 0).locator(f".{mark} > title")
+        expect(title).to_have_count(1)
+        assert title.text_content().strip()
+    expect(sim).not_to_contain_text("no dice")
+    expect(sim.locator(".kq-hint")).to_contain_text("the same moves always give the same run")
     assert watched.problems == []

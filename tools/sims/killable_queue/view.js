@@ -53,7 +53,7 @@ function scaleFor(state, width) {
 // The words of a lane's marks, the weightiest first (a kill, a duplicate,
 // the lease left), the latest first among equals: each goes on the first of
 // its rows with room for it at its mark or a little right of it, and is left
-// out if there is none (its mark still shows, and the key says what it is).
+// out if there is none (its mark still shows, and its title says what it is).
 // So no words cover others, nor a mark's shape, even when a kill and a
 // restart fall at the same moment.
 function placeWords(words, heights, taken, right) {
@@ -134,7 +134,9 @@ function lanePicture(worker, state, scale, ids) {
           height: 16, fill: `url(#${ids.hatch})` }),
         svg("line", { class: "kq-send", x1: sent, x2: sent, y1: top + 13, y2: top + 35 }));
       if (claim.duplicate) {
-        const duplicate = svg("g", { class: "kq-duplicate" }, triangle(sent, top + 13, 11));
+        const duplicate = svg("g", { class: "kq-duplicate" },
+          svg("title", {}, `a duplicate: job ${claim.job}'s email was sent before`),
+          triangle(sent, top + 13, 11));
         word(duplicate, sent + 8, "duplicate", 1, "above", "below");
         taken.above.push([sent - 7, sent + 7]);
         held.append(duplicate);
@@ -142,6 +144,8 @@ function lanePicture(worker, state, scale, ids) {
     }
     if (claim.end === "lost") {
       // Its lease ran out while it worked: its ack came too late and changed nothing.
+      held.append(svg("title", {}, `job ${claim.job}: its lease ran out before its ack, ` +
+        "so the ack changed nothing"));
       word(held, end + 3, "ack refused", 5, "above", "below");
     }
     const seen = Math.max(start, scale.left);
@@ -172,7 +176,10 @@ function lanePicture(worker, state, scale, ids) {
       word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_left)} left`,
         2, "ahead");
     } else if (claim.lease_until <= now && (open || claim.ended > claim.lease_until)) {
-      const expired = svg("g", { class: "kq-expired" }, svg("polygon", { class: "kq-diamond",
+      const expired = svg("g", { class: "kq-expired" },
+        svg("title", {}, `job ${claim.job}'s lease ran out at ${seconds(claim.lease_until)}: ` +
+          "another worker may take it; a holder still at work does it too"),
+        svg("polygon", { class: "kq-diamond",
         points: `${until},${top + 34} ${until + 5},${top + 40} ${until},${top + 46} ` +
           `${until - 5},${top + 40}` }));
       // Out of the way of a handover's arrow, which leaves the diamond
@@ -188,6 +195,8 @@ function lanePicture(worker, state, scale, ids) {
   for (const death of state.history.deaths.filter((d) => d.worker === worker.index)) {
     const at = x(death.time);
     const kill = svg("g", { class: "kq-kill", "data-x": at },
+      svg("title", {}, `${worker.name} killed at ${seconds(death.time)}, then dead ` +
+        "(dashed) until restarted"),
       svg("path", { class: "kq-cross",
         d: `M${at - 6},${middle - 6}L${at + 6},${middle + 6}M${at - 6},${middle + 6}` +
           `L${at + 6},${middle - 6}` }));
@@ -198,6 +207,8 @@ function lanePicture(worker, state, scale, ids) {
   for (const start of state.history.restarts.filter((r) => r.worker === worker.index)) {
     const at = x(start.time);
     const restart = svg("g", { class: "kq-restart" },
+      svg("title", {}, `${worker.name} restarted at ${seconds(start.time)}: ` +
+        "a new process that holds nothing"),
       svg("path", { class: "kq-start", d: startMark(at, middle) }));
     word(restart, at + 3, "restarted", 4, "below", "above");
     taken.ahead.push([at - 1, at + 6]);
@@ -312,24 +323,18 @@ function legend(hatch) {
   svg("line", { class: "kq-hatch", x1: 0, y1: 0, x2: 0, y2: 5 }));
   return el("ul", { class: "kq-legend" },
     key(svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26, height: 10 }),
-      "a job held: from its claim to its ack"),
+      "a job held, claim to ack"),
     key([svg("defs", {}, hatched), svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26,
       height: 10 }), svg("rect", { class: "kq-danger", x: 1, y: 3, width: 26, height: 10,
       fill: `url(#${hatch})` })],
-    "danger zone for a worker that dies: its email sent, its ack not; the job will be sent " +
-      "twice"),
+    "sent, not acked: a death here sends it twice"),
     key([svg("rect", { class: "kq-lease", x: 1, y: 5, width: 26, height: 6 }),
       svg("rect", { class: "kq-lease-left", x: 12, y: 5, width: 15, height: 6 })],
-    "the lease left: nobody else may take the job"),
-    key(svg("rect", { class: "kq-claim kq-end-lost", x: 1, y: 3, width: 26, height: 10 }),
-      "dashed: its lease ran out before its ack, so the ack changed nothing"),
-    key(svg("polygon", { class: "kq-diamond", points: "14,2 20,8 14,14 8,8" }),
-      "lease ran out: another worker may take the job; a holder still at work does it too"),
-    key([svg("line", { class: "kq-life kq-dead", x1: 0, x2: 28, y1: 8, y2: 8 }),
-      svg("path", { class: "kq-cross", d: "M8,2L20,14M8,14L20,2" })],
-    "killed, then dead (dashed) until restarted"),
-    key(svg("path", { class: "kq-start", d: startMark(10, 8) }), "restarted: a new process"),
-    key(triangle(14, 14, 12), "a duplicate email"));
+    "its lease left"),
+    key([svg("rect", { class: "kq-orphan", x: 1, y: 1, width: 14, height: 8 }),
+      svg("path", { class: "kq-arrow", d: "M15,5C22,5 22,9 22,11" }),
+      svg("polygon", { class: "kq-arrowhead", points: "22,16 18.5,11 25.5,11" })],
+    "a dead worker's job, then the worker that takes it over"));
 }
 
 export default function killableQueue(body, { act, announce, tasks }) {
@@ -372,7 +377,9 @@ export default function killableQueue(body, { act, announce, tasks }) {
       drawPicture(shown);
     }
   }).observe(frame);
-  body.append(controls,
+  const hint = el("p", { class: "kq-hint" },
+    "Nothing here is random: the same moves always give the same run.");
+  body.append(controls, hint,
     el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
       el("section", {}, el("h3", {}, "The jobs table"),
@@ -448,7 +455,7 @@ export default function killableQueue(body, { act, announce, tasks }) {
   }
 
   function draw(state) {
-    clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s · no dice`;
+    clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s`;
     const ready = state.workers.map(workerButton);
     if (ready.length !== buttons.children.length
         || ready.some((button, index) => buttons.children[index] !== button)) {
