@@ -298,3 +298,31 @@ def test_the_key_is_short_and_each_other_mark_says_what_it_is(watched, site_url)
     expect(sim).not_to_contain_text("no dice")
     expect(sim.locator(".kq-hint")).to_contain_text("the same moves always give the same run")
     assert watched.problems == []
+
+
+def test_on_a_phone_the_time_axis_is_given_to_the_past(new_page, site_url):
+    """At 390 px, 12.5 s in, now stands at least two thirds of the way
+    along the lanes (the lease ahead keeps the rest), and a claim's two
+    seconds of sending make a bar wide enough for its words."""
+    page = watch(new_page(390, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    sim.get_by_label("Lease (s)").fill("10")
+    sim.get_by_label("Lease (s)").press("Enter")
+    press(sim, "Add a job", "Step to the next event", "Step to the next event",
+          "Kill worker 1")
+    step = sim.get_by_role("button", name="Step to the next event")
+    for _ in range(10):                  # the lease runs out at 10 s, the taker sends
+        if lane(sim, 1).locator(".kq-send").count() or lane(sim, 2).locator(".kq-send").count():
+            break
+        step.click()
+        answered(sim)
+    axis = sim.locator(".kq-picture svg .kq-axis-line")
+    left, right = float(axis.get_attribute("x1")), float(axis.get_attribute("x2"))
+    now = float(sim.locator(".kq-picture svg .kq-now").get_attribute("x1"))
+    assert (now - left) / (right - left) >= 2 / 3
+    taker = sim.locator(".kq-handover").get_attribute("data-to")
+    bar = lane(sim, int(taker)).locator(".kq-claim")
+    send = float(lane(sim, int(taker)).locator(".kq-send").get_attribute("x1"))
+    assert send - float(bar.get_attribute("x")) >= 40        # 2 s of sending
+    expect(lane(sim, int(taker)).locator(".kq-job-name")).to_have_text("job 1")
+    assert page.problems == []

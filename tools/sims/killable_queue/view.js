@@ -18,7 +18,11 @@ function seconds(value) {
 
 const NAMES_WIDTH = 80;          // px: each worker's name and button, left of its lane
 const LOOK_BACK = 20;            // s: the least the picture shows of the past
-const AHEAD = 84;                // px: the least room right of now, for the lease left
+const AHEAD = 84;                // px: the least room right of now, for the lease left,
+const MOST_AHEAD = 0.3;          // but never more than this share of the lanes: the past
+                                 // is what the reader watches, the future is empty
+const PER_SECOND = 21;           // px: the least a second takes, so that a 2 s send
+                                 // holds the words "job 1"
 const AXIS = 26;                 // px: the time axis above the lanes
 const LANE = 58;                 // px: one worker's lane
 const BUTTON_TOP = 20;           // px: where its button starts, under its name
@@ -34,16 +38,18 @@ function wordsWidth(text) {
 // For the first 20 s, time 0 is at the left edge and now moves right, like
 // a pen on a roll of paper; from then on now stays put, the paper moves
 // left, and the picture zooms out until it holds the history's minute. The
-// lease ahead keeps room right of now. A phone holds less of the past, so
-// that a second stays 8 px wide.
+// lease ahead keeps room right of now, up to 30% of the lanes. A phone
+// holds less of the past (now reaches its place sooner), so that a second
+// stays PER_SECOND wide.
 function scaleFor(state, width) {
   const left = NAMES_WIDTH;
   const right = width - 6;
   const room = right - left;
   const look = Math.min(Math.max(state.time, LOOK_BACK), state.history.seconds);
   const ahead = state.lease + 1.5;
-  const aheadWidth = Math.min(Math.max(ahead * (room / (look + ahead)), AHEAD), room * 0.45);
-  const perSecond = Math.max((room - aheadWidth) / look, 8);
+  const aheadWidth = Math.min(Math.max(ahead * (room / (look + ahead)), AHEAD),
+    room * MOST_AHEAD);
+  const perSecond = Math.max((room - aheadWidth) / look, PER_SECOND);
   const since = Math.max(state.time - (room - aheadWidth) / perSecond, 0);
   const round = (value) => Math.round(value * 10) / 10;
   const x = (time) => round(left + (time - since) * perSecond);
