@@ -79,9 +79,11 @@ class KillableQueue(Engine):
         "takeover": "see a lease expire and another worker take the job over",
         "duplicate": "get a duplicate email",
     }
-    SETTINGS = {"workers": (int, 1, 6), "lease": (float, 0.1, 600)}
+    SETTINGS = {"workers": (int, 1, 6), "lease": (float, 0.1, 600), "jobs": (int, 0, 20)}
+    # The page starts with jobs waiting, so that Play has something to show.
+    PAGE_STARTS_WITH = {"jobs": 3}
 
-    def __init__(self, workers=3, lease=5.0):
+    def __init__(self, workers=3, lease=5.0, jobs=0):
         super().__init__()
         check("workers", workers, self.SETTINGS["workers"])
         self.lease = self._checked_lease(lease)
@@ -101,6 +103,9 @@ class KillableQueue(Engine):
         # What the picture draws, for the last HISTORY_SECONDS: each claim on
         # its worker's lane, and when workers died and were started again.
         self.claims, self.deaths, self.restarts = [], [], []
+        self.queued_at_start = check("jobs", jobs, self.SETTINGS["jobs"])
+        if jobs:
+            self.enqueue(jobs)
 
     # ---- the clock and the connections
 
@@ -350,6 +355,7 @@ class KillableQueue(Engine):
         return {
             "time": self.now(),
             "lease": self.lease,
+            "queued_at_start": self.queued_at_start,
             "timing": {"send": SEND_SECONDS, "ack": ACK_SECONDS, "poll": POLL_SECONDS},
             "workers": [self._worker_state(w) for w in self.workers],
             "jobs": self._jobs_state(),

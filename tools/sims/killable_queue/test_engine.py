@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.helpers import ask, run_program, tasks
+from tests.helpers import PROSE, ask, run_program, tasks
 from tools.sims.killable_queue.engine import (ACK_SECONDS, HISTORY_SECONDS, POLL_SECONDS,
                                               SEND_SECONDS, KillableQueue)
 
@@ -378,3 +378,23 @@ def test_each_claim_says_how_much_of_its_lease_is_left(sim):
         lefts.append(claim["lease_left"])
         sim.tick(1.5)
     assert lefts == [3.8, 2.3, 0.8, 0.0, 0.0]
+
+
+def test_the_page_starts_with_three_jobs_queued_and_nothing_earned(opened):
+    """As the page makes it: three welcome emails wait, no worker has one
+    yet, and the guide says so."""
+    options = KillableQueue.PAGE_STARTS_WITH
+    sim = opened(KillableQueue, **options)
+    state = sim.state()
+    assert [(row["id"], row["status"]) for row in state["jobs"]] == [
+        (1, "queued"), (2, "queued"), (3, "queued")]
+    assert state["time"] == 0 and state["queued_at_start"] == 3
+    assert [worker["job"] for worker in state["workers"]] == [None, None, None]
+    assert not any(task["done"] for task in state["tasks"])
+    sim.step()                                   # each worker claims one at 0 s
+    assert [worker["job"] for worker in sim.state()["workers"]] == [1, 2, 3]
+    assert "starts with three welcome emails queued" in PROSE
+
+
+def test_made_with_its_defaults_it_starts_empty(sim):
+    assert sim.state()["jobs"] == [] and sim.state()["queued_at_start"] == 0

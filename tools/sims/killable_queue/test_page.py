@@ -4,7 +4,7 @@ are tools/sims/test_pages.py's; they make the moves in SMOKE."""
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import answered, start_simulation, task_done, watch
+from tests.browser import answered, start_simulation, task_done, visit, watch
 
 
 CHAPTER = "when-workers-die-leases.html"
@@ -69,8 +69,9 @@ def test_the_killable_queue_kill_takeover_duplicate(watched, site_url):
         answered(sim)
     expect(task_done(sim, "takeover")).to_have_class("done")
     expect(task_done(sim, "duplicate")).to_have_class("done")
-    expect(sim.locator(".sim-outbox li")).to_have_count(2)
-    expect(sim.locator(".sim-outbox li.duplicate")).to_contain_text("⚠ duplicate")
+    job_1 = sim.locator(".sim-outbox li").filter(has_text="job 1 to ")
+    expect(job_1).to_have_count(2)                      # the page starts with jobs 1 to 3
+    expect(job_1.and_(sim.locator("li.duplicate"))).to_contain_text("⚠ duplicate")
     # restart, change the lease, and play the clock for a moment
     sim.get_by_role("button", name="Restart worker 1").click()
     expect(sim.get_by_role("button", name="Kill worker 1")).to_be_visible()
@@ -117,7 +118,11 @@ def test_the_killable_queue_picture_shrinks_a_lease_then_marks_it_expired(watche
     assert sent / claimed == pytest.approx(3 / 5, abs=0.02)
     expect(lane(sim, 0).locator(".kq-danger")).to_have_count(1)   # sent, not acknowledged
     expect(lane(sim, 0).locator(".kq-expired")).to_have_count(0)
-    press(sim, "Kill worker 1", "Step to the next event")    # the lease runs out at 5 s
+    press(sim, "Kill worker 1")
+    for _ in range(10):                                       # the lease runs out at 5 s
+        if "time 5.0 s" in sim.locator(".sim-clock").inner_text():
+            break
+        press(sim, "Step to the next event")
     expect(sim.locator(".sim-clock")).to_contain_text("time 5.0 s")
     expect(lane(sim, 0).locator(".kq-lease-left")).to_have_count(0)
     expect(lane(sim, 0).locator(".kq-expired text")).to_have_text("lease ran out")
@@ -301,7 +306,8 @@ def test_the_key_is_short_and_each_other_mark_says_what_it_is(watched, site_url)
 
 
 def test_on_a_phone_the_time_axis_is_given_to_the_past(new_page, site_url):
-    """At 390 px, 12.5 s in, now stands at least two thirds of the way
+    """At 390 px, once the job a dead worker held has been taken over after
+    its 10 s lease and sent again, now stands at least two thirds of the way
     along the lanes (the lease ahead keeps the rest), and a claim's two
     seconds of sending make a bar wide enough for its words."""
     page = watch(new_page(390, 900))
@@ -310,19 +316,39 @@ def test_on_a_phone_the_time_axis_is_given_to_the_past(new_page, site_url):
     sim.get_by_label("Lease (s)").press("Enter")
     press(sim, "Add a job", "Step to the next event", "Step to the next event",
           "Kill worker 1")
-    step = sim.get_by_role("button", name="Step to the next event")
-    for _ in range(10):                  # the lease runs out at 10 s, the taker sends
-        if lane(sim, 1).locator(".kq-send").count() or lane(sim, 2).locator(".kq-send").count():
+    handover = sim.locator(".kq-picture svg .kq-handover")
+    taken = sim.locator('.kq-picture svg .kq-job[data-job="1"]').last
+    for _ in range(20):                  # the lease runs out at 10 s, the taker sends
+        if handover.count() and taken.locator(".kq-send").count():
             break
-        step.click()
-        answered(sim)
+        press(sim, "Step to the next event")
     axis = sim.locator(".kq-picture svg .kq-axis-line")
     left, right = float(axis.get_attribute("x1")), float(axis.get_attribute("x2"))
     now = float(sim.locator(".kq-picture svg .kq-now").get_attribute("x1"))
     assert (now - left) / (right - left) >= 2 / 3
-    taker = sim.locator(".kq-handover").get_attribute("data-to")
-    bar = lane(sim, int(taker)).locator(".kq-claim")
-    send = float(lane(sim, int(taker)).locator(".kq-send").get_attribute("x1"))
-    assert send - float(bar.get_attribute("x")) >= 40        # 2 s of sending
-    expect(lane(sim, int(taker)).locator(".kq-job-name")).to_have_text("job 1")
+    send = float(taken.locator(".kq-send").get_attribute("x1"))
+    assert send - float(taken.locator(".kq-claim").get_attribute("x")) >= 40   # 2 s of sending
+    expect(taken.locator(".kq-job-name")).to_have_text("job 1")
     assert page.problems == []
+
+
+def test_it_starts_with_jobs_queued_and_reset_starts_so_again(watched, site_url):
+    """Before Start and after it, three jobs wait; Play alone shows workers
+    taking them; Reset brings the three back, with the lease in the box."""
+    visit(watched, f"{site_url}/{CHAPTER}")
+    mount = watched.locator('.sim-mount[data-sim="killable-queue"]')
+    mount.scroll_into_view_if_needed()
+    expect(mount.locator(".sim-panels tbody tr")).to_have_count(3)     # the first picture
+    sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
+    rows = sim.locator(".sim-panels tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.filter(has_text="queued")).to_have_count(3)
+    expect(sim.locator(".kq-hint")).to_contain_text("Press Play, then kill worker 1")
+    press(sim, "Step to the next event", "Add a job")
+    expect(rows.filter(has_text="running")).to_have_count(3)
+    sim.get_by_label("Lease (s)").fill("8")
+    press(sim, "Reset")
+    expect(rows).to_have_count(3)
+    expect(rows.filter(has_text="queued")).to_have_count(3)
+    expect(sim.locator(".sim-clock")).to_have_text("time 0.0 s · lease 8 s")
+    assert watched.problems == []

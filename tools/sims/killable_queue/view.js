@@ -384,7 +384,8 @@ export default function killableQueue(body, { act, announce, tasks }) {
     }
   }).observe(frame);
   const hint = el("p", { class: "kq-hint" },
-    "Nothing here is random: the same moves always give the same run.");
+    "Press Play, then kill worker 1 while it holds a job. Nothing here is random: ",
+    "the same moves always give the same run.");
   body.append(controls, hint,
     el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
@@ -438,7 +439,8 @@ export default function killableQueue(body, { act, announce, tasks }) {
     }
     playing.stop();
     lastEvent = 0;
-    act("new", { lease: Number(lease.value) });
+    // A new start like the page's first: as many jobs waiting as there were.
+    act("new", { lease: Number(lease.value), jobs: shown?.queued_at_start ?? 0 });
   }
 
   // A worker's button is made once and then updated, never replaced: a
