@@ -9,7 +9,7 @@ history for the page's picture: each claim of the last minute, with its
 send, its lease and how it ended, and when workers died and were restarted.
 
 Time is virtual: nothing sleeps and nothing reads the wall clock, and
-nothing is left to chance (tinyq's fencing tokens count claims; no dice),
+nothing is left to chance (tinyq's fencing tokens count claims; nothing is random),
 so the same actions always give the same run, and it runs in the browser
 (Pyodide has no threads and its time.sleep does not wait).
 
@@ -79,9 +79,11 @@ class KillableQueue(Engine):
         "takeover": "see a lease expire and another worker take the job over",
         "duplicate": "get a duplicate email",
     }
-    SETTINGS = {"workers": (int, 1, 6), "lease": (float, 0.1, 600)}
+    SETTINGS = {"workers": (int, 1, 6), "lease": (float, 0.1, 600), "jobs": (int, 0, 20)}
+    # The page starts with jobs waiting, so that Play has something to show.
+    PAGE_STARTS_WITH = {"jobs": 3}
 
-    def __init__(self, workers=3, lease=5.0):
+    def __init__(self, workers=3, lease=5.0, jobs=0):
         super().__init__()
         check("workers", workers, self.SETTINGS["workers"])
         self.lease = self._checked_lease(lease)
@@ -96,10 +98,14 @@ class KillableQueue(Engine):
         self.enqueued = 0
         self.holder = {}                 # (job id, token) -> the worker that made the claim
         self.last_holder = {}            # job id -> the worker that claimed it last
+        self.last_claim = {}             # job id -> its latest claim's history entry
         self.announced = set()           # (job id, token) of claims whose lease we said ran out
         # What the picture draws, for the last HISTORY_SECONDS: each claim on
         # its worker's lane, and when workers died and were started again.
         self.claims, self.deaths, self.restarts = [], [], []
+        self.queued_at_start = check("jobs", jobs, self.SETTINGS["jobs"])
+        if jobs:
+            self.enqueue(jobs)
 
     # ---- the clock and the connections
 
@@ -268,18 +274,23 @@ class KillableQueue(Engine):
             worker.due = self.ms + to_ms(POLL_SECONDS)
             return
         previous = self.last_holder.get(job.id)
+        before = self.last_claim.get(job.id)
         self.holder[job.id, job.token] = worker.name
         self.last_holder[job.id] = worker.name
         worker.job, worker.phase, worker.due = job, "sending", self.ms + to_ms(SEND_SECONDS)
         worker.claim = {"worker": worker.index, "job": job.id, "token": job.token,
                         "claimed": self.now(), "sent": None, "ended": None, "end": None,
                         "lease_until": (self.ms + to_ms(worker.queue.lease)) / 1000,
-                        "duplicate": False}
+                        "duplicate": False, "took_over": None}
         self.claims.append(worker.claim)
+        self.last_claim[job.id] = worker.claim
         if job.attempts == 1:
             self._log("claimed", f"{worker.name} claimed job {job.id} (attempt 1)")
             return
         # tinyq claims a running job only when its lease has run out: a takeover.
+        # The picture draws the handover, from where that lease ran out.
+        worker.claim["took_over"] = {"worker": before["worker"], "token": before["token"],
+                                     "lease_until": before["lease_until"]}
         if previous == worker.name:
             previous = f"the earlier {previous}"
         self._log("takeover", f"{worker.name} took over job {job.id} from {previous} "
@@ -344,6 +355,7 @@ class KillableQueue(Engine):
         return {
             "time": self.now(),
             "lease": self.lease,
+            "queued_at_start": self.queued_at_start,
             "timing": {"send": SEND_SECONDS, "ack": ACK_SECONDS, "poll": POLL_SECONDS},
             "workers": [self._worker_state(w) for w in self.workers],
             "jobs": self._jobs_state(),
@@ -351,10 +363,15 @@ class KillableQueue(Engine):
             "events": list(self.events),
             "tasks": self.tasks(),
             "history": {"seconds": HISTORY_SECONDS,
-                        "claims": [dict(claim) for claim in self.claims],
+                        "claims": [self._claim_state(claim) for claim in self.claims],
                         "deaths": [dict(death) for death in self.deaths],
                         "restarts": [dict(start) for start in self.restarts]},
         }
+
+    def _claim_state(self, claim):
+        left = max(to_ms(claim["lease_until"]) - self.ms, 0) / 1000
+        return {**claim, "took_over": claim["took_over"] and dict(claim["took_over"]),
+                "lease_left": left}
 
     def _worker_state(self, worker):
         busy = worker.phase in ("sending", "sent")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.helpers import ask, run_program, tasks
+from tests.helpers import PROSE, ask, run_program, tasks
 from tools.sims.killable_queue.engine import (ACK_SECONDS, HISTORY_SECONDS, POLL_SECONDS,
                                               SEND_SECONDS, KillableQueue)
 
@@ -205,7 +205,7 @@ def test_the_same_actions_give_the_same_state(opened):
 
     state = run()
     assert state == run()
-    # tinyq's fencing tokens count the claims of each job: no dice. Job 2's
+    # tinyq's fencing tokens count the claims of each job: nothing random. Job 2's
     # worker was killed, so it was claimed twice.
     assert [(row["attempts"], row["token"]) for row in state["jobs"]] == [
         (1, 1), (2, 2), (1, 1), (1, 1), (1, 1)]
@@ -236,10 +236,13 @@ def test_the_history_keeps_each_claim_its_send_its_lease_and_how_it_ended(sim):
     assert state["history"]["seconds"] == HISTORY_SECONDS
     assert state["history"]["claims"] == [
         {"worker": 0, "job": 1, "token": 1, "claimed": 0.0, "sent": SEND_SECONDS,
-         "ended": killed_at, "end": "killed", "lease_until": 5.0, "duplicate": False},
+         "ended": killed_at, "end": "killed", "lease_until": 5.0, "duplicate": False,
+         "took_over": None, "lease_left": 0.0},
         {"worker": 1, "job": 1, "token": 2, "claimed": taken_at,
          "sent": taken_at + SEND_SECONDS, "ended": taken_at + SEND_SECONDS + ACK_SECONDS,
-         "end": "done", "lease_until": taken_at + 5.0, "duplicate": True}]
+         "end": "done", "lease_until": taken_at + 5.0, "duplicate": True,
+         "took_over": {"worker": 0, "token": 1, "lease_until": 5.0},
+         "lease_left": pytest.approx(taken_at + 5.0 - state["time"])}]
     assert state["history"]["deaths"] == [{"worker": 0, "time": killed_at}]
     assert state["history"]["restarts"] == []
 
@@ -332,3 +335,66 @@ def test_the_killable_queue_story():
         assert line in out.splitlines()
     assert out.count("(duplicate)") == 1
     assert out == run_program("killable-queue")
+
+
+def test_a_takeover_says_whose_claim_it_took_over_and_when_that_lease_ran_out(sim):
+    """The handover the picture draws: from the dead worker's claim, where
+    its lease ran out, to the claim that took the job over."""
+    sim.enqueue(2)
+    tick_until(sim, phase(0, "sent"))
+    sim.kill(0)                                  # holding job 1, its lease until 5 s
+    state = tick_until(sim, lambda state: events(state, "takeover"))
+    first, second, third = state["history"]["claims"]
+    assert (first["job"], second["job"], third["job"]) == (1, 2, 1)
+    assert first["took_over"] is None and second["took_over"] is None
+    assert third["took_over"] == {"worker": 0, "token": 1, "lease_until": 5.0}
+    assert third["worker"] != 0 and third["claimed"] >= 5.0
+
+
+def test_a_restarted_worker_that_takes_its_own_job_back_took_it_from_its_old_self(sim):
+    sim.enqueue(1)
+    sim.step()
+    sim.kill(0)
+    sim.kill(1)
+    sim.kill(2)
+    sim.restart(0)
+    state = tick_until(sim, lambda state: events(state, "takeover"))
+    first, second = state["history"]["claims"]
+    assert second["worker"] == 0
+    assert second["took_over"] == {"worker": 0, "token": first["token"],
+                                   "lease_until": first["lease_until"]}
+
+
+def test_each_claim_says_how_much_of_its_lease_is_left(sim):
+    """The lease of a dead worker's claim runs down on the virtual clock,
+    and stops at nothing once it has run out."""
+    sim.enqueue(1)
+    sim.step()
+    sim.tick(1.2)
+    sim.kill(0)
+    lefts = []
+    for _ in range(5):
+        claim = sim.state()["history"]["claims"][0]
+        lefts.append(claim["lease_left"])
+        sim.tick(1.5)
+    assert lefts == [3.8, 2.3, 0.8, 0.0, 0.0]
+
+
+def test_the_page_starts_with_three_jobs_queued_and_nothing_earned(opened):
+    """As the page makes it: three welcome emails wait, no worker has one
+    yet, and the guide says so."""
+    options = KillableQueue.PAGE_STARTS_WITH
+    sim = opened(KillableQueue, **options)
+    state = sim.state()
+    assert [(row["id"], row["status"]) for row in state["jobs"]] == [
+        (1, "queued"), (2, "queued"), (3, "queued")]
+    assert state["time"] == 0 and state["queued_at_start"] == 3
+    assert [worker["job"] for worker in state["workers"]] == [None, None, None]
+    assert not any(task["done"] for task in state["tasks"])
+    sim.step()                                   # each worker claims one at 0 s
+    assert [worker["job"] for worker in sim.state()["workers"]] == [1, 2, 3]
+    assert "starts with three welcome emails queued" in PROSE
+
+
+def test_made_with_its_defaults_it_starts_empty(sim):
+    assert sim.state()["jobs"] == [] and sim.state()["queued_at_start"] == 0

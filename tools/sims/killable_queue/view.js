@@ -16,11 +16,16 @@ function seconds(value) {
 
 // ---- the picture: a lane per worker on a time axis, now near the right edge
 
-const NAMES_WIDTH = 70;          // px: the workers' names, left of the lanes
+const NAMES_WIDTH = 80;          // px: each worker's name and button, left of its lane
 const LOOK_BACK = 20;            // s: the least the picture shows of the past
-const AHEAD = 84;                // px: the least room right of now, for the lease left
+const AHEAD = 84;                // px: the least room right of now, for the lease left,
+const MOST_AHEAD = 0.3;          // but never more than this share of the lanes: the past
+                                 // is what the reader watches, the future is empty
+const PER_SECOND = 21;           // px: the least a second takes, so that a 2 s send
+                                 // holds the words "job 1"
 const AXIS = 26;                 // px: the time axis above the lanes
 const LANE = 58;                 // px: one worker's lane
+const BUTTON_TOP = 20;           // px: where its button starts, under its name
 const SMALL = 11;                // px: the font of the words on the lanes
 const CHAR = 0.62;               // a monospace character's width, in ems
 let pictures = 0;                // to give each picture's pattern and clip their own ids
@@ -33,16 +38,18 @@ function wordsWidth(text) {
 // For the first 20 s, time 0 is at the left edge and now moves right, like
 // a pen on a roll of paper; from then on now stays put, the paper moves
 // left, and the picture zooms out until it holds the history's minute. The
-// lease ahead keeps room right of now. A phone holds less of the past, so
-// that a second stays 8 px wide.
+// lease ahead keeps room right of now, up to 30% of the lanes. A phone
+// holds less of the past (now reaches its place sooner), so that a second
+// stays PER_SECOND wide.
 function scaleFor(state, width) {
   const left = NAMES_WIDTH;
   const right = width - 6;
   const room = right - left;
   const look = Math.min(Math.max(state.time, LOOK_BACK), state.history.seconds);
   const ahead = state.lease + 1.5;
-  const aheadWidth = Math.min(Math.max(ahead * (room / (look + ahead)), AHEAD), room * 0.45);
-  const perSecond = Math.max((room - aheadWidth) / look, 8);
+  const aheadWidth = Math.min(Math.max(ahead * (room / (look + ahead)), AHEAD),
+    room * MOST_AHEAD);
+  const perSecond = Math.max((room - aheadWidth) / look, PER_SECOND);
   const since = Math.max(state.time - (room - aheadWidth) / perSecond, 0);
   const round = (value) => Math.round(value * 10) / 10;
   const x = (time) => round(left + (time - since) * perSecond);
@@ -52,7 +59,7 @@ function scaleFor(state, width) {
 // The words of a lane's marks, the weightiest first (a kill, a duplicate,
 // the lease left), the latest first among equals: each goes on the first of
 // its rows with room for it at its mark or a little right of it, and is left
-// out if there is none (its mark still shows, and the key says what it is).
+// out if there is none (its mark still shows, and its title says what it is).
 // So no words cover others, nor a mark's shape, even when a kill and a
 // restart fall at the same moment.
 function placeWords(words, heights, taken, right) {
@@ -106,7 +113,7 @@ function lives(worker, history, since, now) {
 
 function lanePicture(worker, state, scale, ids) {
   const { x, now } = scale;
-  const top = AXIS + worker.index * LANE;
+  const top = laneTop(worker.index);
   const middle = top + 24;
   // Rows of words: over the bars, beside them right of now, under the lease.
   const heights = { above: top + 11, ahead: top + 28, below: top + 54 };
@@ -133,7 +140,9 @@ function lanePicture(worker, state, scale, ids) {
           height: 16, fill: `url(#${ids.hatch})` }),
         svg("line", { class: "kq-send", x1: sent, x2: sent, y1: top + 13, y2: top + 35 }));
       if (claim.duplicate) {
-        const duplicate = svg("g", { class: "kq-duplicate" }, triangle(sent, top + 13, 11));
+        const duplicate = svg("g", { class: "kq-duplicate" },
+          svg("title", {}, `a duplicate: job ${claim.job}'s email was sent before`),
+          triangle(sent, top + 13, 11));
         word(duplicate, sent + 8, "duplicate", 1, "above", "below");
         taken.above.push([sent - 7, sent + 7]);
         held.append(duplicate);
@@ -141,6 +150,8 @@ function lanePicture(worker, state, scale, ids) {
     }
     if (claim.end === "lost") {
       // Its lease ran out while it worked: its ack came too late and changed nothing.
+      held.append(svg("title", {}, `job ${claim.job}: its lease ran out before its ack, ` +
+        "so the ack changed nothing"));
       word(held, end + 3, "ack refused", 5, "above", "below");
     }
     const seen = Math.max(start, scale.left);
@@ -153,21 +164,36 @@ function lanePicture(worker, state, scale, ids) {
     // worker's runs on), and to a worker still at work when it ran out.
     const open = claim.end === null || claim.end === "killed";
     const until = x(claim.lease_until);
+    if (claim.end === "killed") {
+      // The job stays locked to its dead worker until the lease runs out:
+      // the same bar, hollow, from the kill on.
+      const to = claim.lease_left > 0 ? now : claim.lease_until;
+      held.append(svg("rect", { class: "kq-orphan", x: end, y: top + 16,
+        width: Math.max(x(to) - end, 0), height: 16 }));
+    }
     if (open || claim.ended > claim.lease_until) {
       held.append(svg("rect", { class: "kq-lease", x: start, y: top + 37,
         width: Math.max(until - start, 1), height: 6 }));
     }
-    if (open && now < claim.lease_until) {
+    if (open && claim.lease_left > 0) {
       const from = x(Math.max(now, claim.claimed));
       held.append(svg("rect", { class: "kq-lease-left", x: from, y: top + 37,
         width: Math.max(until - from, 0), height: 6 }));
-      word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_until - now)} left`,
+      word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_left)} left`,
         2, "ahead");
     } else if (claim.lease_until <= now && (open || claim.ended > claim.lease_until)) {
-      const expired = svg("g", { class: "kq-expired" }, svg("polygon", { class: "kq-diamond",
+      const expired = svg("g", { class: "kq-expired" },
+        svg("title", {}, `job ${claim.job}'s lease ran out at ${seconds(claim.lease_until)}: ` +
+          "another worker may take it; a holder still at work does it too"),
+        svg("polygon", { class: "kq-diamond",
         points: `${until},${top + 34} ${until + 5},${top + 40} ${until},${top + 46} ` +
           `${until - 5},${top + 40}` }));
-      word(expired, until + 7, "lease ran out", 3, "below", "above");
+      // Out of the way of a handover's arrow, which leaves the diamond
+      // downwards to a worker below, upwards to one above.
+      const taker = state.history.claims.find((c) => c.took_over !== null
+        && c.job === claim.job && c.took_over.token === claim.token);
+      word(expired, until + 7, "lease ran out", 3, ...(taker && taker.worker > worker.index
+        ? ["above", "below"] : ["below", "above"]));
       held.append(expired);
     }
     plot.append(held);
@@ -175,6 +201,8 @@ function lanePicture(worker, state, scale, ids) {
   for (const death of state.history.deaths.filter((d) => d.worker === worker.index)) {
     const at = x(death.time);
     const kill = svg("g", { class: "kq-kill", "data-x": at },
+      svg("title", {}, `${worker.name} killed at ${seconds(death.time)}, then dead ` +
+        "(dashed) until restarted"),
       svg("path", { class: "kq-cross",
         d: `M${at - 6},${middle - 6}L${at + 6},${middle + 6}M${at - 6},${middle + 6}` +
           `L${at + 6},${middle - 6}` }));
@@ -185,6 +213,8 @@ function lanePicture(worker, state, scale, ids) {
   for (const start of state.history.restarts.filter((r) => r.worker === worker.index)) {
     const at = x(start.time);
     const restart = svg("g", { class: "kq-restart" },
+      svg("title", {}, `${worker.name} restarted at ${seconds(start.time)}: ` +
+        "a new process that holds nothing"),
       svg("path", { class: "kq-start", d: startMark(at, middle) }));
     word(restart, at + 3, "restarted", 4, "below", "above");
     taken.ahead.push([at - 1, at + 6]);
@@ -193,10 +223,38 @@ function lanePicture(worker, state, scale, ids) {
   placeWords(words, heights, taken, scale.right);
   return svg("g", { class: "kq-lane", "data-worker": worker.index },
     svg("line", { class: "kq-lane-edge", x1: 0, x2: scale.right, y1: top + LANE, y2: top + LANE }),
-    svg("text", { class: "kq-name", x: 4, y: top + 26 }, worker.name),
-    svg("text", { class: "kq-words kq-doing", x: 4, y: top + 42 },
-      worker.alive ? worker.phase : "dead ✗"),
+    svg("text", { class: "kq-name", x: 4, y: top + 14 }, worker.name),
     plot);
+}
+
+// Where a lane's bar and lease are, from the top of the picture.
+const laneTop = (index) => AXIS + index * LANE;
+
+// Each takeover's handover: an arrow from the diamond where the last
+// holder's lease ran out, on its lane, to the start of the new claim's bar,
+// on the taker's, with its arrowhead on the bar.
+function handovers(state, scale) {
+  const { x } = scale;
+  const drawn = [];
+  for (const claim of state.history.claims.filter((c) => c.took_over !== null)) {
+    const from = claim.took_over;
+    const [x1, x2] = [x(from.lease_until), x(claim.claimed)];
+    const down = claim.worker > from.worker;
+    const y1 = laneTop(from.worker) + (down ? 46 : 34);
+    const y2 = laneTop(claim.worker) + (down ? 16 : 32);
+    const bend = (y1 + y2) / 2;
+    const head = down ? -6 : 6;            // the arrowhead's back, above or below its point
+    const giver = state.workers[from.worker].name;
+    const taker = state.workers[claim.worker].name;
+    drawn.push(svg("g", { class: "kq-handover", "data-job": claim.job,
+      "data-from": from.worker, "data-to": claim.worker },
+    svg("title", {}, `job ${claim.job}: ${giver}'s lease ran out at ` +
+      `${seconds(from.lease_until)}; ${taker} took it over at ${seconds(claim.claimed)}`),
+    svg("path", { class: "kq-arrow", d: `M${x1},${y1}C${x1},${bend} ${x2},${bend} ${x2},${y2 + head}` }),
+    svg("polygon", { class: "kq-arrowhead",
+      points: `${x2},${y2} ${x2 - 4},${y2 + head} ${x2 + 4},${y2 + head}` })));
+  }
+  return drawn;
 }
 
 function axisPicture(state, scale, height) {
@@ -222,11 +280,9 @@ function axisPicture(state, scale, height) {
 
 // What the picture shows now, in words, for a screen reader.
 function describe(state) {
-  const leaseOf = (claim) => {
-    const left = claim.lease_until - state.time;
-    return left > 0 ? `job ${claim.job} is leased for ${seconds(left)} more`
-      : `job ${claim.job}'s lease ran out`;
-  };
+  const leaseOf = (claim) => (claim.lease_left > 0
+    ? `job ${claim.job} is leased for ${seconds(claim.lease_left)} more`
+    : `job ${claim.job}'s lease ran out`);
   const sentences = [`Now ${seconds(state.time)}.`];
   for (const worker of state.workers) {
     const mine = state.history.claims.filter((claim) => claim.worker === worker.index);
@@ -250,6 +306,12 @@ function describe(state) {
     }
     sentences.push(`${said.join("; ")}.`);
   }
+  for (const claim of state.history.claims.filter((c) => c.took_over !== null)) {
+    const giver = state.workers[claim.took_over.worker].name;
+    sentences.push(`${state.workers[claim.worker].name} took job ${claim.job} over at ` +
+      `${seconds(claim.claimed)}, after ${giver}'s lease on it ran out at ` +
+      `${seconds(claim.took_over.lease_until)}.`);
+  }
   const duplicates = state.outbox.filter((email) => email.duplicate).length;
   sentences.push(`The outbox holds ${state.outbox.length} email` +
     `${state.outbox.length === 1 ? "" : "s"}` +
@@ -267,24 +329,18 @@ function legend(hatch) {
   svg("line", { class: "kq-hatch", x1: 0, y1: 0, x2: 0, y2: 5 }));
   return el("ul", { class: "kq-legend" },
     key(svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26, height: 10 }),
-      "a job held: from its claim to its ack"),
+      "a job held, claim to ack"),
     key([svg("defs", {}, hatched), svg("rect", { class: "kq-claim", x: 1, y: 3, width: 26,
       height: 10 }), svg("rect", { class: "kq-danger", x: 1, y: 3, width: 26, height: 10,
       fill: `url(#${hatch})` })],
-    "danger zone for a worker that dies: its email sent, its ack not; the job will be sent " +
-      "twice"),
+    "sent, not acked: a death here sends it twice"),
     key([svg("rect", { class: "kq-lease", x: 1, y: 5, width: 26, height: 6 }),
       svg("rect", { class: "kq-lease-left", x: 12, y: 5, width: 15, height: 6 })],
-    "the lease left: nobody else may take the job"),
-    key(svg("rect", { class: "kq-claim kq-end-lost", x: 1, y: 3, width: 26, height: 10 }),
-      "dashed: its lease ran out before its ack, so the ack changed nothing"),
-    key(svg("polygon", { class: "kq-diamond", points: "14,2 20,8 14,14 8,8" }),
-      "lease ran out: another worker may take the job; a holder still at work does it too"),
-    key([svg("line", { class: "kq-life kq-dead", x1: 0, x2: 28, y1: 8, y2: 8 }),
-      svg("path", { class: "kq-cross", d: "M8,2L20,14M8,14L20,2" })],
-    "killed, then dead (dashed) until restarted"),
-    key(svg("path", { class: "kq-start", d: startMark(10, 8) }), "restarted: a new process"),
-    key(triangle(14, 14, 12), "a duplicate email"));
+    "its lease left"),
+    key([svg("rect", { class: "kq-orphan", x: 1, y: 1, width: 14, height: 8 }),
+      svg("path", { class: "kq-arrow", d: "M15,5C22,5 22,9 22,11" }),
+      svg("polygon", { class: "kq-arrowhead", points: "22,16 18.5,11 25.5,11" })],
+    "a dead worker's job, then the worker that takes it over"));
 }
 
 export default function killableQueue(body, { act, announce, tasks }) {
@@ -309,7 +365,6 @@ export default function killableQueue(body, { act, announce, tasks }) {
     el("label", { for: "kq-lease" }, "Lease (s) "), lease,
     el("button", { type: "button", onclick: reset }, "Reset"),
     clock);
-  const workers = el("tbody");
   const jobs = el("tbody");
   const outbox = el("ol", { class: "sim-outbox" });
   const events = el("ol", { class: "sim-events" });
@@ -318,21 +373,22 @@ export default function killableQueue(body, { act, announce, tasks }) {
     title: `kq-title-${pictures}`, desc: `kq-desc-${pictures}` };
   const picture = svg("svg", { role: "img", "aria-labelledby": ids.title,
     "aria-describedby": ids.desc });
-  const frame = el("div", { class: "sim-picture kq-picture" }, picture);
+  // Each worker's Kill (or Restart) button, on its lane under its name, so
+  // that the reader watches the job and kills its worker in one place.
+  const buttons = el("div", { class: "kq-buttons" });
+  const frame = el("div", { class: "sim-picture kq-picture" }, picture, buttons);
   let shown = null;                // the state drawn last, drawn again when the width changes
   new ResizeObserver(() => {
     if (shown && Number(picture.getAttribute("width")) !== width()) {
       drawPicture(shown);
     }
   }).observe(frame);
-  body.append(controls,
+  const hint = el("p", { class: "kq-hint" },
+    "Press Play, then kill worker 1 while it holds a job. Nothing here is random: ",
+    "the same moves always give the same run.");
+  body.append(controls, hint,
     el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
-      el("section", {}, el("h3", {}, "Workers"),
-        scrolling(el("table", {}, el("thead", {}, el("tr", {},
-          el("th", {}, "Worker"), el("th", {}, "Doing"), el("th", {}, "Job"),
-          el("th", {}, "Time left"), el("th", {}, el("span", { class: "visually-hidden" },
-            "Action")))), workers))),
       el("section", {}, el("h3", {}, "The jobs table"),
         scrolling(el("table", {}, el("thead", {}, el("tr", {},
           el("th", {}, "Job"), el("th", {}, "Email to"), el("th", {}, "Status"),
@@ -367,7 +423,8 @@ export default function killableQueue(body, { act, announce, tasks }) {
         svg("clipPath", { id: ids.clip }, svg("rect", { x: scale.left, y: 0,
           width: scale.right - scale.left, height }))),
       axisPicture(state, scale, height),
-      ...state.workers.map((worker) => lanePicture(worker, state, scale, ids)));
+      ...state.workers.map((worker) => lanePicture(worker, state, scale, ids)),
+      svg("g", { "clip-path": `url(#${ids.clip})` }, handovers(state, scale)));
   }
 
   function setLease() {
@@ -382,36 +439,35 @@ export default function killableQueue(body, { act, announce, tasks }) {
     }
     playing.stop();
     lastEvent = 0;
-    act("new", { lease: Number(lease.value) });
+    // A new start like the page's first: as many jobs waiting as there were.
+    act("new", { lease: Number(lease.value), jobs: shown?.queued_at_start ?? 0 });
   }
 
-  // A worker's row is made once and then updated, never replaced: a button
-  // replaced between a press and its release loses the click, and the focus.
-  const rows = [];
-  function workerRow(worker) {
-    if (!rows[worker.index]) {
-      const cells = [el("th", { scope: "row" }), el("td"), el("td"), el("td")];
-      const button = el("button", { type: "button",
+  // A worker's button is made once and then updated, never replaced: a
+  // button replaced between a press and its release loses the click, and
+  // the focus. It goes on the worker's lane, under its name.
+  const made = [];
+  function workerButton(worker) {
+    if (!made[worker.index]) {
+      const button = el("button", { type: "button", class: "kq-act",
         onclick: () => act(button.dataset.action, worker.index) });
-      rows[worker.index] = { cells, button, row: el("tr", {}, cells, el("td", {}, button)) };
+      button.style.top = `${AXIS + worker.index * LANE + BUTTON_TOP}px`;
+      made[worker.index] = button;
     }
-    const { cells, button, row } = rows[worker.index];
-    const texts = [worker.name, worker.alive ? worker.phase : "dead ✗",
-      worker.job === null ? "" : `job ${worker.job}`, seconds(worker.seconds_left)];
-    texts.forEach((text, index) => { cells[index].textContent = text; });
+    const button = made[worker.index];
     const action = worker.alive ? "Kill" : "Restart";
     button.dataset.action = action.toLowerCase();
     button.textContent = action;
     button.setAttribute("aria-label", `${action} ${worker.name}`);
-    return row;
+    return button;
   }
 
   function draw(state) {
-    clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s · no dice`;
-    const shown = state.workers.map(workerRow);
-    if (shown.length !== workers.children.length
-        || shown.some((row, index) => workers.children[index] !== row)) {
-      workers.replaceChildren(...shown);
+    clock.textContent = `time ${seconds(state.time)} · lease ${state.lease} s`;
+    const ready = state.workers.map(workerButton);
+    if (ready.length !== buttons.children.length
+        || ready.some((button, index) => buttons.children[index] !== button)) {
+      buttons.replaceChildren(...ready);
     }
     jobs.replaceChildren(...state.jobs.map((job) => el("tr", {},
       el("th", { scope: "row" }, String(job.id)), el("td", {}, job.address),
