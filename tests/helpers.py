@@ -191,6 +191,25 @@ def hold_the_mail(folder):
     os.mkfifo(folder / "outbox.txt")
 
 
+def two_workers_on_held_mail(terminals, folder, command, addresses, emails):
+    """Two workers (`python3 COMMAND`, e.g. `ex05_two_workers.py work atomic`)
+    waiting, then the addresses enqueued, with the mail held until both have
+    claimed a job. Returns the first `emails` sent, the two workers, and what
+    each printed once it had no jobs left and was stopped."""
+    hold_the_mail(folder)
+    workers = [terminals.start(f"python3 {command}") for _ in range(2)]
+    for worker in workers:
+        terminals.wait_for(worker, "waiting for jobs")
+    exercise = command.split()[0]
+    terminals.run(f"python3 {exercise} enqueue {' '.join(addresses)}")
+    for worker in workers:
+        terminals.wait_for(worker, "claimed job")
+    sent = receive(folder, emails)
+    for worker in workers:
+        terminals.wait_for(worker, "no jobs left")
+    return sent, workers, [terminals.stop(worker) for worker in workers]
+
+
 def receive(folder, emails, timeout=sandbox.COMMAND_TIMEOUT):
     """The first `emails` lines sent to the held outbox, or fewer if they do
     not come within timeout. The FIFO is opened for reading and writing,

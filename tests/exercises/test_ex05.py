@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import Edit, Terminals, hold_the_mail, outbox, receive
+from tests.helpers import Edit, Terminals, outbox, two_workers_on_held_mail
 
 pytestmark = pytest.mark.exercise("ex05_two_workers.py")
 
@@ -72,21 +72,12 @@ def test_ex05_two_naive_workers_email_everyone_twice(slow_terminals, folder):
 
 def test_ex05_two_atomic_workers_email_everyone_once_and_share_the_work(terminals, folder):
     """With claim_atomic, each email goes once, and both workers send some."""
-    ex05 = "ex05_two_workers.py"
     # The first email waits at the mail server until both workers have
     # claimed a job: however long a busy machine leaves the second worker
     # unrun, the first cannot send all three meanwhile.
-    hold_the_mail(folder)
-    workers = [terminals.start(f"python3 {ex05} work atomic") for _ in range(2)]
-    for worker in workers:
-        terminals.wait_for(worker, "waiting for jobs")
-    terminals.run(f"python3 {ex05} enqueue ann@example.com bob@example.com cat@example.com")
-    for worker in workers:
-        terminals.wait_for(worker, "claimed job")
-    sent = receive(folder, 3)
-    for worker in workers:
-        terminals.wait_for(worker, "no jobs left")
-    printed = [terminals.stop(worker) for worker in workers]
+    sent, _, printed = two_workers_on_held_mail(
+        terminals, folder, "ex05_two_workers.py work atomic",
+        ["ann@example.com", "bob@example.com", "cat@example.com"], 3)
     assert sorted(line.split(",")[0] for line in sent) == [
         f"welcome email to {name}@example.com" for name in ["ann", "bob", "cat"]], sent
     senders = {line.split("sent by ")[1] for line in sent}

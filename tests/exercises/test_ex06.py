@@ -11,8 +11,8 @@ import sqlite3
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import (Edit, Terminals, hold_the_mail, outbox, receive, set_constant,
-                           statuses)
+from tests.helpers import (Edit, Terminals, outbox, set_constant, statuses,
+                           two_workers_on_held_mail)
 
 pytestmark = pytest.mark.exercise("ex06_leases.py")
 
@@ -127,22 +127,12 @@ def test_ex06_work_help_is_written_by_argparse(folder):
 
 def test_ex06_a_lease_shorter_than_the_work_sends_twice_without_any_crash(folder):
     """Two healthy workers, a 1 s lease, 2 s of work: two emails, no crash."""
-    ex06 = "ex06_leases.py"
     # The first send waits at the mail server until the other worker has
     # claimed the job too: no busy machine can make it finish within its lease.
-    hold_the_mail(folder)
     terminals = Terminals(folder, timewarp=5)
     try:
-        workers = [terminals.start(f"python3 {ex06} work --lease 1") for _ in range(2)]
-        for worker in workers:
-            terminals.wait_for(worker, "waiting for jobs")
-        terminals.run(f"python3 {ex06} enqueue ann@example.com")
-        for worker in workers:
-            terminals.wait_for(worker, "claimed job 1")
-        emails = receive(folder, 2)
-        for worker in workers:
-            terminals.wait_for(worker, "no jobs left")
-        printed = [terminals.stop(worker) for worker in workers]
+        emails, workers, printed = two_workers_on_held_mail(
+            terminals, folder, "ex06_leases.py work --lease 1", ["ann@example.com"], 2)
     finally:
         terminals.close()
     assert sorted(re.findall(r"claimed job 1 \(attempt \d\)", "".join(printed))) == \
