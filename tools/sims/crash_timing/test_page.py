@@ -70,6 +70,7 @@ def test_every_protection_is_a_row_under_one_crash_marker(watched, site_url):
 def test_the_marker_stands_over_the_same_moment_in_every_row(watched, site_url):
     """Each row draws a moment where the one marker stands for it: the
     rows' steps fall between the moments their code passes."""
+    watched.emulate_media(reduced_motion="reduce")     # the marker jumps: no glide to wait for
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
     marker = move_marker(watched, sim, 2)                       # between the effect and its key
     box = marker.bounding_box()
