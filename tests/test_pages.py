@@ -208,6 +208,27 @@ def test_search_finds_the_chapters_that_hold_the_words(watched, site_url):
     assert watched.problems == []
 
 
+def test_words_typed_before_the_pages_script_runs_are_searched(watched, site_url):
+    """A reader may type into the search box before site.js has run (a slow
+    line, or a quick reader just after following a link): once it runs, it
+    searches what the box holds. Here site.js is held back until the words
+    are in the box."""
+    held = []
+    watched.route("**/static/site.js", lambda route: held.append(route))
+    watched.goto(f"{site_url}/{CHAPTER}", wait_until="commit")  # a deferred script
+    watched.get_by_label("Search the guide").fill("thundering herd")  # holds back the load
+    for _ in range(600):                # the request for site.js, held: an event
+        if held:
+            break
+        watched.wait_for_timeout(50)
+    held[0].continue_()
+    expect(watched.locator(".search-results")).to_contain_text(
+        "6. Retry: Trying Again, Politely")
+    expect(watched.locator(".search-status")).to_have_text(re.compile(r"\d+ chapters? found"))
+    watched.unroute("**/static/site.js")
+    assert watched.problems == []
+
+
 def test_the_covers_contents_are_numbered_once(watched, site_url):
     """The titles carry their chapters' numbers ("0. How to Use This Guide"):
     the list on the cover shows no numbers of its own."""

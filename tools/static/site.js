@@ -117,7 +117,7 @@ function setUpSearch() {
   const list = document.querySelector(".search-results");
   let engine = null;
   let asked = 0;                // the newest query: an older answer is dropped
-  box.addEventListener("input", async () => {
+  async function find() {
     const query = box.value.trim();
     const mine = ++asked;
     if (!query) {
@@ -146,7 +146,11 @@ function setUpSearch() {
         ? "Search works only on the site served, not on a page opened as a file."
         : `Search did not load: ${error.message}`;
     }
-  });
+  }
+  box.addEventListener("input", find);
+  // Words typed before this script ran (a slow line, a quick reader) are
+  // searched now: no input event will come for them.
+  if (box.value.trim()) find();
 }
 
 function resultItem(page) {

@@ -73,6 +73,8 @@ def test_the_marker_stands_over_the_same_moment_in_every_row(watched, site_url):
     watched.emulate_media(reduced_motion="reduce")     # the marker jumps: no glide to wait for
     sim = start_simulation(watched, site_url, CHAPTER, "crash-timing")
     marker = move_marker(watched, sim, 2)                       # between the effect and its key
+    expect(marker).to_have_attribute("aria-valuetext", re.compile(r"^crash after the effect"))
+    answered(sim)                       # the rows as drawn for this crash, not being redrawn
     box = marker.bounding_box()
     middle = box["x"] + box["width"] / 2
     for protection in ("key-apart", "transaction"):
