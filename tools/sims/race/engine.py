@@ -122,7 +122,6 @@ def program(claim):
 
 def run_select(race, worker, step):
     worker.job = worker.db.execute(step.sql).fetchone()
-    worker.locals = {"oldest": shown(worker.job)}
     if worker.job:
         return f"SELECT found job {worker.job[0]}", f"found job {worker.job[0]}"
     return "SELECT found no queued job", "found none"
@@ -131,7 +130,6 @@ def run_select(race, worker, step):
 def run_claim_atomic(race, worker, step):
     worker.claimed_while_other_busy = race.other(worker).busy()
     worker.job = worker.db.execute(step.sql, (worker.name,)).fetchone()
-    worker.locals = {"job": shown(worker.job)}
     worker.holds = worker.job[0] if worker.job else None
     if worker.job:
         return (f"UPDATE ... RETURNING claimed job {worker.job[0]}",
@@ -150,7 +148,6 @@ def run_mark(race, worker, step):
     job_id = worker.job[0]
     before = race.row(job_id)
     worker.db.execute(step.sql, (worker.name, job_id))
-    worker.locals = {"job": shown(worker.job)}      # claim_naive returned oldest
     worker.holds = job_id
     said = f"UPDATE marked job {job_id} running for {worker.name}"
     if before["worker"] not in (None, worker.name):
@@ -183,11 +180,6 @@ def touches(sql):
     return "wrote" if "UPDATE" in sql else "read"
 
 
-def shown(job):
-    """A claim's row as the worker's variable holds it, cut short."""
-    return "None" if job is None else f"({job[0]}, {job[1]!r}, …)"
-
-
 # ---- the race
 
 class RaceWorker:
@@ -200,7 +192,6 @@ class RaceWorker:
         self.done = False
         self.last = "has not started"
         self.claimed_while_other_busy = False
-        self.locals = {}                # its variables, as the code names them
         self.holds = None               # the job it believes is its own
         self.looked = None              # the log entry of its SELECT that found a job
         self.marked = None              # and of the UPDATE that marked it running
@@ -381,7 +372,6 @@ class Race(Engine):
             "next_step": step.label if step else None,
             "done": worker.done,
             "last": worker.last,
-            "locals": [[name, value] for name, value in worker.locals.items()],
             "holds": worker.holds,
         }
 

@@ -35,7 +35,7 @@ function seeded(seed) {
 }
 
 // The jobs row as a step left it, in a few words.
-function rowSaid([id, status, worker]) {
+function rowSaid([, status, worker]) {
   return worker ? `${status}: ${worker}` : status;
 }
 
