@@ -117,3 +117,82 @@ def test_no_service_worker_when_the_browser_saves_data(new_context, site_url):
         visit(page, f"{site_url}/{RACE}")     # returns once the load event has run
         asked[saving] = page.evaluate("window.registered")
     assert asked == {True: [], False: ["sw.js"]}
+
+
+# Each engine the page asks its Python worker to make, by simulation name.
+MADE = """window.made = [];
+const post = Worker.prototype.postMessage;
+Worker.prototype.postMessage = function (message, ...rest) {
+  const request = message.request && JSON.parse(message.request);
+  if (request && request.method === "new") {
+    window.made.push(request.sim);
+  }
+  return post.call(this, message, ...rest);
+};"""
+
+
+def test_python_kept_at_a_first_start_makes_the_next_simulation_before_its_start(
+        new_context, site_url):
+    """Once a Start has kept Python, a simulation on another chapter, with
+    no network, is made as it comes near, before the reader points at
+    anything: its note says so, and Start shows that one engine, making no
+    other."""
+    page = kept_page(new_context, site_url, RACE)
+    start(page, "race")
+    page.context.set_offline(True)
+    offline = watch(page.context.new_page())
+    offline.add_init_script(MADE)
+    visit(offline, f"{site_url}/{TWO_SIMS}")
+    crash_timing = offline.locator('.sim-mount[data-sim="crash-timing"]')
+    note = crash_timing.locator(".sim-size")
+    expect(note).to_contain_text("kept since your first Start: nothing to download")
+    crash_timing.scroll_into_view_if_needed()
+    expect(note).to_have_text("Python, kept since your first Start, is ready.",
+                              timeout=BOOT_SECONDS * 1000)
+    start(offline, "crash-timing")
+    assert offline.evaluate("window.made").count("crash-timing") == 1
+    assert page.problems == [] and offline.problems == []
+
+
+# The page's first call to payment after its "new" is never sent: the
+# Python worker never answers it, and the page, after its 15 s, throws that
+# Python away.
+LOSE_A_PAYMENT_CALL = """const send = Worker.prototype.postMessage;
+let lost = false;
+Worker.prototype.postMessage = function (message, ...rest) {
+  const request = message.request && JSON.parse(message.request);
+  if (!lost && request && request.sim === "payment" && request.method !== "new") {
+    lost = true;
+    return;
+  }
+  return send.call(this, message, ...rest);
+};"""
+
+
+def test_an_engine_made_before_start_is_not_used_once_its_python_is_gone(
+        new_context, site_url):
+    """Both simulations of a page made before Start, in the Python that was
+    kept; then that Python thrown away, as a call it never answers makes the
+    page do: the other simulation's Start makes its engine again, in the new
+    Python, and it works."""
+    page = kept_page(new_context, site_url, RACE)
+    start(page, "race")
+    chapter = watch(page.context.new_page())
+    chapter.add_init_script(LOSE_A_PAYMENT_CALL + MADE)
+    visit(chapter, f"{site_url}/{TWO_SIMS}")
+    for name in ("payment", "crash-timing"):
+        sim = chapter.locator(f'.sim-mount[data-sim="{name}"]')
+        sim.scroll_into_view_if_needed()
+        expect(sim.locator(".sim-size")).to_have_text(
+            "Python, kept since your first Start, is ready.", timeout=BOOT_SECONDS * 1000)
+    start(chapter, "payment")
+    payment = chapter.locator('.sim-mount[data-sim="payment"]')
+    payment.get_by_role("button", name="Step one attempt").click()
+    expect(payment).to_have_attribute("data-state", "error", timeout=BOOT_SECONDS * 1000)
+    start(chapter, "crash-timing")
+    crash_timing = chapter.locator('.sim-mount[data-sim="crash-timing"]')
+    crash_timing.get_by_role("button", name="Run", exact=True).click()
+    expect(crash_timing).to_have_attribute("data-busy", "false")
+    expect(crash_timing.locator(".sim-bar .sim-status")).not_to_contain_text("did not work")
+    assert chapter.evaluate("window.made").count("crash-timing") == 2
+    assert page.problems == [] and chapter.problems == []

@@ -7,6 +7,9 @@ const BOOT_TIMEOUT_MS = 60000;
 
 let worker = null;
 let booting = null;
+// Which Python this page runs: stop() ends one, and with it every engine
+// made in it, though the next starts only when a call needs it.
+export let lives = 0;
 let nextId = 1;
 const pending = new Map();   // request id -> {resolve, reject}
 let received = 0;            // bytes of Python downloaded so far
@@ -71,6 +74,22 @@ export function ready() {
   return booting;
 }
 
+// What a boot fetches, as worker.mjs and Pyodide ask for them, from this folder.
+const BOOT_FILES = ["../../pyodide/pyodide.mjs", "../../pyodide/pyodide.asm.mjs",
+  "../../pyodide/pyodide.asm.wasm", "../../pyodide/pyodide-lock.json", "./stdlib.zip",
+  "./course.zip"];
+
+// Whether the site's service worker kept Python at an earlier Start (tools/sw.js)
+// and answers for this page: then starting it downloads nothing.
+export async function kept() {
+  if (!navigator.serviceWorker?.controller || !self.caches) {
+    return false;
+  }
+  const found = await Promise.all(BOOT_FILES.map((path) =>
+    caches.match(new URL(path, import.meta.url).href)));
+  return found.every(Boolean);
+}
+
 // Calls listener(bytes) with the bytes of Python downloaded so far, now and
 // at each change, until the function it returns is called.
 export function watchDownload(listener) {
@@ -91,6 +110,7 @@ export function stop() {
   if (worker) {
     worker.terminate();
   }
+  lives += 1;
   worker = null;
   booting = null;
   received = 0;

@@ -5,9 +5,13 @@
 // makes the same engine, which then draws the simulation after every
 // action. Everything runs in the reader's browser. Python starts loading
 // only when the reader shows they mean to start: a pointer over Start, or
-// the focus on it (on Start itself when the browser saves data).
+// the focus on it (on Start itself when the browser saves data). Once the
+// site's service worker has kept Python, at the reader's first Start,
+// nothing is downloaded again: then Python wakes, and each simulation is
+// made, as it comes near (within a screen), so that Start has nothing left
+// to wait for.
 
-import { call, ready, stop, watchDownload } from "./runtime.js";
+import { call, kept, lives, ready, stop, watchDownload } from "./runtime.js";
 import { el, taskList, whenWidthChanges } from "./dom.js";
 
 const SLOW_CALL_MS = 15000;    // an answer later than this means Python is stuck
@@ -20,6 +24,7 @@ const DOWNLOAD = megabytes(DOWNLOAD_BYTES);
 const MOUNTS = ".sim-mount[data-sim]";
 // A reader whose browser asks to save data downloads nothing before Start.
 const SAVING_DATA = Boolean(navigator.connection?.saveData);
+const KEPT = kept().catch(() => false);
 
 // A simulation's folder is its name with underscores for hyphens
 // ("killable-queue" is killable_queue/), as tools/sims/__init__.py has it.
@@ -76,6 +81,8 @@ function mount(element, number) {
     start.addEventListener("pointerenter", warmUp, { once: true });
     start.addEventListener("focus", warmUp, { once: true });
   }
+  KEPT.then((yes) => yes && (size.textContent =
+    "It runs Python in your browser, kept since your first Start: nothing to download."));
   element.append(el("div", { class: "sim-bar" }, start, size, status), body, announcer);
   element.dataset.state = "idle";
   element.dataset.busy = "false";
@@ -84,6 +91,7 @@ function mount(element, number) {
   const taskBox = el("div");
   const tasks = el("section", {}, el("h3", {}, "Try to"), taskBox);
   let drawn = null;            // the state drawn last, to draw again at a new width
+  let early = null;            // the engine made before Start: {life, answer}
   // Calls go to Python one at a time, in the order they were made: a click
   // made while another call is in flight waits its turn instead of being lost.
   // data-busy says whether any is still waiting or in flight.
@@ -168,7 +176,23 @@ function mount(element, number) {
     for (const fallback of fallbacks()) {
       fallback.classList.add("visually-hidden");
     }
+    KEPT.then((yes) => {
+      if (yes && element.dataset.state === "idle") {
+        early = makeEarly(first);
+        early.catch(() => {});   // Start makes it again, and says what failed
+      }
+    });
   }, () => {}));
+
+  // Good only while the Python it was made in runs (runtime.js: lives).
+  async function makeEarly(first) {
+    const life = lives;
+    const answer = await call({ sim: name, instance, method: "new", args: [first.options] });
+    if (answer.ok && element.dataset.state === "idle") {
+      size.textContent = "Python, kept since your first Start, is ready.";
+    }
+    return { life, answer };
+  }
   // A click on that picture, whose controls do not work yet, starts it.
   element.addEventListener("click", (event) => {
     if (event.target === element && body.inert && !start.hidden) {
@@ -248,14 +272,19 @@ function mount(element, number) {
   start.addEventListener("click", async () => {
     start.hidden = true;
     size.hidden = true;
-    setState("loading", `Starting Python in your browser (${DOWNLOAD})…`);
-    const progressShown = showProgress(status);
+    const made = early?.catch(() => null);
+    early = null;
+    setState("loading", made ? "Starting Python, kept since your first Start…"
+      : `Starting Python in your browser (${DOWNLOAD})…`);
+    const progressShown = made ? () => {} : showProgress(status);
     try {
       const { makeView: make, first } = await sim;
       if (!view) {
         makeView(make);        // no first picture to bring to life
       }
-      const answer = await call({ sim: name, instance, method: "new", args: [first.options] });
+      const before = await made;
+      const answer = before?.answer.ok && before.life === lives ? before.answer
+        : await call({ sim: name, instance, method: "new", args: [first.options] });
       if (!answer.ok) {
         throw new Error(answer.error);
       }
