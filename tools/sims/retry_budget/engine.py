@@ -246,12 +246,14 @@ def print_recovery(state):
     print(f"a call unanswered after {TIMEOUT_SECONDS:g} s is tried again "
           f"({'full jitter' if s['jitter'] else 'no jitter'}, "
           f"{'a retry budget' if s['budget'] else 'no retry budget'}). Per second:")
-    print(f" {'s':>3} {'load':>6} {'answered':>9}")
+    # With a budget, also the retries it still allows at each second's end.
+    print(f" {'s':>3} {'load':>6} {'answered':>9}" + (f" {'spare':>6}" if s["budget"] else ""))
     for second, each in enumerate(state["seconds"]):
         load = each["calls"] / max(1, each["offered"])
         share = each["answered"] / max(1, each["offered"])
+        spare = f" {each['spare']:6}" if s["budget"] else ""
         mark = " stalled" if STALL_AT <= second < end else ""
-        print(f" {second:3} {load:5.1f}× {share:8.0%}  {'█' * round(10 * load)}{mark}")
+        print(f" {second:3} {load:5.1f}× {share:8.0%}{spare}  {'█' * round(10 * load)}{mark}")
     recovered = state["recovered_at"]
     print("recovered at " + (f"{recovered} s" if recovered is not None else
                              "no point: the retries keep the backend overloaded"))

@@ -73,6 +73,21 @@ def test_the_retry_budget_program_prints_both_models():
     assert "recovered at " in output and "a retry budget" in output
 
 
+def test_with_a_budget_the_program_prints_the_retries_it_still_allows():
+    """Each second's row ends with the budget's spare retries, as the
+    page's strip draws them; without a budget, rows have no such column."""
+    seconds = RetryBudget(budget=True).state()["seconds"]
+    rows = {}
+    for line in run_program("retry-budget", "--budget").splitlines():
+        words = line.split()
+        if words[:1] == ["s"] or (len(words) > 3 and words[0].isdigit()
+                                  and words[1].endswith("×") and words[2].endswith("%")):
+            rows[words[0]] = words
+    assert rows.pop("s")[-1] == "spare"
+    assert [int(words[3]) for words in rows.values()] == [each["spare"] for each in seconds]
+    assert "spare" not in run_program("retry-budget")
+
+
 def test_no_budget_task_is_done_before_the_reader_changes_anything():
     """Where a simulation starts is not something the reader did: the
     backend kept down at the start earns nothing yet."""
