@@ -200,7 +200,7 @@ MISTAKES = [
     return oldest''')],
         hint="Look at `claim_atomic()`: can another worker come between picking a job "
              "and marking it as yours?",
-        stops_at=("test_ex05_the_atomic_claim_under_load_sends_each_email_exactly_once",)),
+        stops_at=("test_ex05_no_claim_landing_inside_an_atomic_claim_gets_its_job",)),
 
     Mistake("ex05_two_workers.py", "ack without its WHERE: every job marked done", [
         ("db.execute(\"UPDATE jobs SET status = 'done' WHERE id = ?\", (job_id,))",
