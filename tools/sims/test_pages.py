@@ -18,7 +18,7 @@ import types
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import (BOOT_SECONDS, OVERFLOWING, STICKING_OUT, TOO_SMALL_TO_TAP,
+from tests.browser import (BOOT_SECONDS, OVERFLOWING, STICKING_OUT, TOO_SMALL_TO_TAP, answered,
                            make_moves, python_requests, serious_violations, start_simulation,
                            visit)
 from tools.sims import folders
@@ -101,17 +101,33 @@ def test_on_a_phone_it_fits_or_says_what_scrolls_sideways(new_page, site_url, na
     fits(page, sim, name, 390)
 
 
+# How many lines a paragraph takes: its height over that of an empty one
+# of the same kind holding one letter.
+LINES = """(paragraph) => {
+  const one = paragraph.cloneNode(false);
+  one.textContent = "x";
+  paragraph.after(one);
+  const height = one.getBoundingClientRect().height;
+  one.remove();
+  return Math.round(paragraph.getBoundingClientRect().height / height);
+}"""
+
+
 @pytest.mark.parametrize("name", SIMS)
 def test_beside_the_text_it_fits_and_axe_finds_nothing_serious_in_either_theme(
         new_page, site_url, name):
-    """It fits at 1280 px; then axe looks at it in the light theme and, at the
-    same moment, in the dark. Every colour of a simulation is CSS, so a
+    """It fits at 1280 px, and its headline (the sentence that says what
+    became of the run, .sim-result) takes one line; then axe looks at it in
+    the light theme and, at the same moment, in the dark. Every colour of a simulation is CSS, so a
     reader's system turning dark while they read changes it too, and one
     start serves both looks."""
     page = new_page(1280, 900)
     sim = start_simulation(page, site_url, EVERY, name)
     smoke(name, sim, page)
     fits(page, sim, name, 1280)
+    answered(sim)
+    for headline in sim.locator(".sim-result").all():
+        assert headline.evaluate(LINES) <= 1, f"{name}: {headline.inner_text()}"
     violations = {}
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)

@@ -13,7 +13,7 @@ from tests.browser import (start_simulation, task_done, answered,
 CHAPTER = "retry-trying-again-politely.html"
 # What the shared checks do here, a move at a time (tests/browser.py make_moves):
 # enough to fill its tables and pictures and to import all it needs.
-SMOKE = ["New seed", choose("Policy", "exponential")]
+SMOKE = [choose("Policy", "exponential")]
 
 
 def pictures_fit(sim, page):
@@ -168,16 +168,16 @@ def test_the_herd_tasks_by_keyboard(watched, site_url):
     expect(announcer).to_contain_text("exponential, no jitter")
     watched.keyboard.press("ArrowDown")
     expect(policy).to_have_value("full")
-    cap = sim.get_by_label("Cap (s)", exact=True)
+    cap = sim.get_by_label("Cap (ms)", exact=True)
     cap.focus()
     watched.keyboard.press("ControlOrMeta+a")
-    watched.keyboard.type("0.01")
+    watched.keyboard.type("10")
     watched.keyboard.press("Tab")
     expect(task_done(sim, "cap")).to_have_class("done")
     expect(announcer).to_contain_text(f"{herd_state(cap=0.01)['calls']:,} calls")
     cap.focus()
     watched.keyboard.press("ControlOrMeta+a")
-    watched.keyboard.type("0.2")
+    watched.keyboard.type("200")
     watched.keyboard.press("Tab")
     expect(announcer).to_contain_text(f"{herd_state(cap=0.2)['calls']:,} calls")
     expect(task_done(sim, "quick")).not_to_have_class("done")    # full jitter: too many calls
@@ -198,7 +198,7 @@ def test_the_herd_never_undoes_a_choice_made_while_python_was_busy(watched, site
     sim = start_simulation(watched, site_url, CHAPTER, "herd")
     answered(sim)
     shown = menu_when_the_first_answer_is_drawn(
-        sim, "#herd-policy", ".sim-result", [("#herd-cap", "0.5"), ("#herd-policy", "equal")])
+        sim, "#herd-policy", ".sim-result", [("#herd-cap", "500"), ("#herd-policy", "equal")])
     assert shown == "equal"
     answered(sim)
     expect(sim.get_by_label("Policy", exact=True)).to_have_value("equal")

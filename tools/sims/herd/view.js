@@ -50,8 +50,8 @@ export default function herd(body, { act, announce, tasks }) {
       step: "1", value: "100" }),
     base: el("input", { type: "number", id: "herd-base", min: "0.1", max: "1000",
       step: "any", value: "5" }),
-    cap: el("input", { type: "number", id: "herd-cap", min: "0.0001", max: "60",
-      step: "any", value: "2" }),
+    cap: el("input", { type: "number", id: "herd-cap", min: "0.1", max: "60000",
+      step: "any", value: "2000" }),
     seed: el("input", { type: "number", id: "herd-seed", min: "0",
       max: String(Number.MAX_SAFE_INTEGER), step: "1", value: "1" }),
   };
@@ -78,9 +78,8 @@ export default function herd(body, { act, announce, tasks }) {
       labelled("herd-policy", "Policy ", policy),
       labelled("herd-clients", "Clients ", inputs.clients),
       labelled("herd-base", "Base (ms) ", inputs.base),
-      labelled("herd-cap", "Cap (s) ", inputs.cap),
-      labelled("herd-seed", "Seed ", inputs.seed),
-      el("button", { type: "button", onclick: newSeed }, "New seed")),
+      labelled("herd-cap", "Cap (ms) ", inputs.cap),
+      labelled("herd-seed", "Seed ", inputs.seed)),
     result,
     el("section", {}, el("h3", {}, "Every call, a row for each client"),
       axisSaid, rastersBox, rasterLegend(), crowdsSaid),
@@ -107,7 +106,7 @@ export default function herd(body, { act, announce, tasks }) {
       policy: policy.value,
       clients: Number(inputs.clients.value),
       base: Number(inputs.base.value) / 1000,
-      cap: Number(inputs.cap.value),
+      cap: Number(inputs.cap.value) / 1000,
       seed: Number(inputs.seed.value),
     };
   }
@@ -120,11 +119,6 @@ export default function herd(body, { act, announce, tasks }) {
       return;
     }
     await act("configure", settings());
-  }
-
-  function newSeed() {
-    inputs.seed.value = String(Number(inputs.seed.value) + 1);
-    configure();
   }
 
   // A run as a raster: a row for each client, a column for each slice of

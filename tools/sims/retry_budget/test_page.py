@@ -90,6 +90,8 @@ def test_the_recovery_picture_draws_every_second_and_says_if_it_came_back(watche
         f"{down['stall_at']:g}–{down['stall_at'] + stall:g} s")
     expect(recovery_said(sim)).to_contain_text("never")
     expect(run).to_have_attribute("aria-label", re.compile("never"))
+    expect(sim.locator(".sim-result")).to_have_text(
+        "Never healthy again: 3.0 calls a request at the end, where it can answer 1.7.")
     capacity = run.locator(".rb-capacity line").evaluate("(line) => line.getBBox().y")
     tops = """(svg) => [...svg.querySelectorAll(".rb-load")]
         .filter((bar) => Number(bar.dataset.second) >= 50).map((bar) => bar.getBBox().y)"""
@@ -103,6 +105,8 @@ def test_the_recovery_picture_draws_every_second_and_says_if_it_came_back(watche
     answered(sim)
     assert all(top > capacity for top in run.evaluate(tops))
     expect(sim.locator('[aria-live="polite"]')).to_contain_text(f"{back} s")
+    late = back - down["stall_at"] - stall
+    expect(sim.locator(".sim-result")).to_contain_text(f"Healthy again {late:g} s after the stall")
     assert watched.problems == []
 
 

@@ -60,13 +60,18 @@ function secondSaid(state, at) {
   return `${at - 1}–${at} s: ${said}${stalled ? ", stalled" : ""}${spare}`;
 }
 
-// What became of the run, in one sentence, for the page and the announcer.
+// The calls per request over the run's last 10 s.
+function endLoad(state) {
+  const tail = state.seconds.slice(-10);
+  return tail.reduce((sum, each) => sum + each.calls, 0) /
+    Math.max(1, tail.reduce((sum, each) => sum + each.offered, 0));
+}
+
+// What became of the run, in words, for the announcer and the chart's label.
 function verdict(state) {
   const s = state.settings;
   const end = state.stall_at + s.stall;
-  const tail = state.seconds.slice(-10);
-  const load = tail.reduce((sum, each) => sum + each.calls, 0) /
-    Math.max(1, tail.reduce((sum, each) => sum + each.offered, 0));
+  const load = endLoad(state);
   const able = answerable(state);
   const who = `${s.budget ? "With" : "Without"} a retry budget, ` +
     `${s.jitter ? "with" : "without"} jitter, at ${percent(s.load)} load`;
@@ -84,6 +89,20 @@ function verdict(state) {
   const late = state.recovered_at - end;
   return `${who}, ${stall} and is healthy from ${state.recovered_at} s on` +
     (s.stall > 0 && late > 0 ? `, ${late} s after the stall ended. ` : ". ") + after;
+}
+
+// The same in a line: what became of the backend, and the load that did it.
+function headline(state) {
+  const calls = `${endLoad(state).toFixed(1)} calls a request at the end, ` +
+    `where it can answer ${answerable(state).toFixed(1)}`;
+  if (state.settings.stall === 0) {
+    return `Never stalled, healthy throughout: ${calls}.`;
+  }
+  if (state.recovered_at === null) {
+    return `Never healthy again: ${calls}.`;
+  }
+  const late = state.recovered_at - state.stall_at - state.settings.stall;
+  return `Healthy again ${late > 0 ? `${late} s after the stall` : "as the stall ends"}: ${calls}.`;
 }
 
 export default function retryBudget(body, { act, announce, tasks }) {
@@ -468,8 +487,8 @@ export default function retryBudget(body, { act, announce, tasks }) {
     drawCurves(state);
     drawRun(state);
     showTo(at === null ? state.seconds.length : at);
-    result.textContent = verdict(state);
-    announce(result.textContent);
+    result.textContent = headline(state);
+    announce(verdict(state));
   }
 
   // At a new width, sims.js has the same state redrawn to fit it.
