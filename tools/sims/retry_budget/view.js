@@ -299,9 +299,9 @@ export default function retryBudget(body, { act, announce, tasks }) {
     curves.setAttribute("width", width);
     curves.setAttribute("height", height);
     curves.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    key.textContent = `Circles, solid: no budget, up to ${state.attempts} attempts a ` +
-      `request. Squares, dashed: a ${percent(state.budget_share)} budget as well. ` +
-      `The heavier line is your setting; the dotted line marks ${times(MARK)}.`;
+    // Each line is named at its end: the key says only what the lines do not.
+    key.textContent = `Up to ${state.attempts} attempts a request. The heavier line is ` +
+      "your setting.";
     const dead = rows[rows.length - 1];
     const worst = Math.max(...rows.map((row) => row.with));
     curves.setAttribute("aria-label", "Calls per request on the backend, against the " +
