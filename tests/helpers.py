@@ -14,6 +14,7 @@ import random
 import re
 import select
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -138,9 +139,15 @@ class Terminals:
         self.folder = folder
         bin_folder = folder.parent / "bin"
         bin_folder.mkdir()
+        self.clock = sandbox.new_clock(folder.parent / "clock")
         self.env = sandbox.child_environment(sandbox.link_python(bin_folder), timewarp,
-                                             sandbox.new_clock(folder.parent / "clock"))
+                                             self.clock)
         self.started = []
+
+    def now(self):
+        """The time on the shared virtual clock, as the commands' time.time()
+        reads it: the real time plus the skip their sleeps have added."""
+        return time.time() + struct.unpack("d", Path(self.clock).read_bytes())[0]
 
     def start(self, command, timewarp=None):
         """Start a command; timewarp: its own warp, on the same shared clock."""

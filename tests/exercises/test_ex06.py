@@ -83,29 +83,41 @@ def test_ex06_a_live_lease_holds_the_job_until_it_runs_out(slow_terminals, folde
 def test_ex06_list_shows_the_seconds_left_of_a_live_lease(terminals):
     """Study Drill 1: after a crash with a ten-second lease, `list` shows the
     job running with the seconds left of its lease (not EXPIRED), fewer as
-    time passes, and EXPIRED once the ten seconds are over. One command at
-    a time: nothing races, so the usual time warp serves (a busy machine's
-    delays count once on the virtual clock, at any warp)."""
+    time passes, and EXPIRED once the ten seconds are over. Each figure is
+    held to the shared virtual clock, read before and after each command:
+    however slowly a busy machine runs them, the seconds left are what the
+    clock says they must be (printed to the hundredth)."""
     ex06 = "ex06_leases.py"
     terminals.run(f"python3 {ex06} enqueue ann@example.com")
+    worked = terminals.now()
     crashed = terminals.run(f"python3 {ex06} work --lease 10 --crash-before-send")
+    crashed_by = terminals.now()
     assert "crashing before sending" in crashed, crashed
 
     def lease_column():
+        """The job's row, its seconds left (if any), and the clock's times
+        before and after the `list` that printed them."""
+        before = terminals.now()
         listing = terminals.run(f"python3 {ex06} list")
+        after = terminals.now()
         rows = listing.splitlines()[1:]
         assert len(rows) == 1 and rows[0].split()[1] == "running", listing
-        return rows[0], re.findall(r"([\d.]+) s left", rows[0])
+        left = re.findall(r"([\d.]+) s left", rows[0])
+        return rows[0], [float(each) for each in left], before, after
 
-    row, left = lease_column()
+    row, left, before, after = lease_column()
     assert "EXPIRED" not in row and len(left) == 1, row
-    first = float(left[0])
-    assert 5 < first <= 10, row                   # the lease the worker took, nearly all left
+    # The lease was taken between the work command's start and end, and
+    # read between the list's: 10 s less the time between.
+    first = left[0]
+    assert 10 - (after - worked) - 0.01 <= first <= 10 - (before - crashed_by) + 0.01, row
     terminals.sleep(4)
-    row, left = lease_column()
-    assert len(left) == 1 and 4 <= first - float(left[0]) < 6, (first, row)
+    row, left, later, latest = lease_column()
+    assert len(left) == 1, row
+    assert max(4, later - after) - 0.02 <= first - left[0] <= latest - before + 0.02, \
+        (first, row)
     terminals.sleep(7)
-    row, left = lease_column()
+    row, left, _, _ = lease_column()
     assert "EXPIRED" in row and not left, row
 
 

@@ -49,7 +49,7 @@ STAMP = """
 import os, time
 start = time.time()
 print(f"stamp pid {os.getpid()}: started")
-time.sleep(2)
+time.sleep(20)                   # 1 s at the warp: room for a busy machine's stalls
 print(f"stamp pid {os.getpid()}: slept {time.time() - start:.2f} s")
 print("stamp: done")
 """
@@ -58,7 +58,7 @@ print("stamp: done")
 STAMPED = ("console", """
     $ python3 stamp.py
     stamp pid 4242: started
-    stamp pid 4242: slept 2.03 s
+    stamp pid 4242: slept 20.03 s
     stamp: done
     """)
 SENT = ('{.console timewarp="4"}', "$ python3 sender.py 60\nsending\n^C\nstopped\n")
