@@ -61,6 +61,7 @@ every moment in the order of a job's life, then no crash. The chosen
 protection is the one whose story (its timeline) the page tells.
 """
 import argparse
+import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -151,18 +152,25 @@ def add_points(db, job, worker):
                       (job.id, worker, POINTS)).fetchone()[0]
 
 
-def loyalty_service(keyed):
-    """The loyalty service: one more service of the capstone's outside world
-    (code/capstone/world_given.py, the given file), on a copy of that file
-    of its own. It keeps keys as world's mail provider and bank do, through
-    world's own `once`: one statement adds the points with their key, or
-    counts a repeat of a key it has seen. Its network loses nothing here
-    (the crash is the only fault), and without a key every request carries
-    a new random one, as world's Break It (TINYQ_NO_KEYS=1) makes it."""
+@functools.cache
+def world_of(keyed):
+    """A copy of code/capstone/world_given.py (the given file) of the
+    explorer's own, loaded once for each kind: its network loses nothing
+    here (the crash is the only fault), and without a key every request
+    carries a new random one, as world's Break It (TINYQ_NO_KEYS=1) makes it.
+    Its settings are all it keeps: each run gets a World of its own."""
     world = course.fresh("capstone/world_given.py")
     world.LOST_REQUEST = world.LOST_REPLY = 0
     world.NO_KEYS = not keyed
-    service = world.World(":memory:")
+    return world
+
+
+def loyalty_service(keyed):
+    """The loyalty service: one more service of the capstone's outside world,
+    in a database of its own. It keeps keys as world's mail provider and
+    bank do, through world's own `once`: one statement adds the points with
+    their key, or counts a repeat of a key it has seen."""
+    service = world_of(keyed).World(":memory:")
     service.db.executescript(AWARDS_SCHEMA)
     return service
 
