@@ -145,7 +145,8 @@ def test_python_kept_at_a_first_start_makes_the_next_simulation_before_its_start
     visit(offline, f"{site_url}/{TWO_SIMS}")
     crash_timing = offline.locator('.sim-mount[data-sim="crash-timing"]')
     note = crash_timing.locator(".sim-size")
-    expect(note).to_contain_text("kept since your first Start: nothing to download")
+    expect(note).to_have_text("It runs Python in your browser, kept since your first Start: "
+                              "it wakes as you near it, with nothing to download.")
     crash_timing.scroll_into_view_if_needed()
     expect(note).to_have_text("Python, kept since your first Start, is ready.",
                               timeout=BOOT_SECONDS * 1000)

@@ -82,7 +82,8 @@ function mount(element, number) {
     start.addEventListener("focus", warmUp, { once: true });
   }
   KEPT.then((yes) => yes && (size.textContent =
-    "It runs Python in your browser, kept since your first Start: nothing to download."));
+    "It runs Python in your browser, kept since your first Start: it wakes as you " +
+    "near it, with nothing to download."));
   element.append(el("div", { class: "sim-bar" }, start, size, status), body, announcer);
   element.dataset.state = "idle";
   element.dataset.busy = "false";
