@@ -352,3 +352,43 @@ def test_it_starts_with_jobs_queued_and_reset_starts_so_again(watched, site_url)
     expect(rows.filter(has_text="queued")).to_have_count(3)
     expect(sim.locator(".sim-clock")).to_have_text("time 0.0 s · lease 8 s")
     assert watched.problems == []
+
+
+# Every word on the lanes whose box the dashed now line runs through, and
+# every two words on the picture whose boxes meet.
+CROSSED = """(svg) => {
+    const box = (element) => element.getBoundingClientRect();
+    const meet = (a, b) => a.left < b.right && b.left < a.right
+        && a.top < b.bottom && b.top < a.bottom;
+    const now = box(svg.querySelector(".kq-now"));
+    const words = [...svg.querySelectorAll("text")].filter((t) => box(t).width > 0);
+    const onLanes = words.filter((t) => t.closest(".kq-lane"));
+    const pairs = [];
+    words.forEach((a, i) => words.slice(i + 1).forEach((b) => {
+        if (meet(box(a), box(b))) pairs.push([a.textContent, b.textContent]);
+    }));
+    return { now: onLanes.filter((t) => meet(box(t), now)).map((t) => t.textContent), pairs };
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_words_on_the_lanes_meet_the_now_line_or_each_other(new_page, site_url, width):
+    """Worker 1 killed holding a job: at every step after, while its lease
+    runs out and another worker takes the job over, the dashed now line
+    crosses none of the lanes' words, and no two words on the picture meet."""
+    page = watch(new_page(width, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    press(sim, "Step to the next event", "Kill worker 1")
+    clock = sim.locator(".sim-clock")
+    picture = sim.locator(".kq-picture svg")
+    seen = set()
+    for _ in range(20):
+        found = picture.evaluate(CROSSED)
+        assert found == {"now": [], "pairs": []}, (clock.inner_text(), found)
+        seen.update(picture.locator(".kq-lane text").all_text_contents())
+        if float(clock.inner_text().split()[1]) >= 12:
+            break
+        press(sim, "Step to the next event")
+    assert {"killed", "lease ran out"} <= seen, seen
+    expect(sim.locator(".kq-handover")).to_have_count(1)
+    assert page.problems == []
