@@ -1,6 +1,8 @@
 """The killable queue in Chromium: its tasks, its pictures and its controls.
 The checks every simulation passes (fit, axe, the standard library, the focus)
 are tools/sims/test_pages.py's; they make the moves in SMOKE."""
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -11,7 +13,6 @@ CHAPTER = "when-workers-die-leases.html"
 # What the shared checks do here, a move at a time (tests/browser.py make_moves):
 # enough to fill its tables and pictures and to import all it needs.
 SMOKE = ["Add a job", "Add a job", "Step to the next event", "Kill worker 1"]
-SIDEWAYS_ON_A_PHONE = 1          # the jobs table
 
 
 def test_the_killable_queues_buttons_stay_put_while_the_clock_moves(watched, site_url):
@@ -391,4 +392,28 @@ def test_no_words_on_the_lanes_meet_the_now_line_or_each_other(new_page, site_ur
         press(sim, "Step to the next event")
     assert {"killed", "lease ran out"} <= seen, seen
     expect(sim.locator(".kq-handover")).to_have_count(1)
+    assert page.problems == []
+
+
+FITS = "(box) => [box.scrollWidth, box.clientWidth]"
+
+
+def test_on_a_phone_the_jobs_table_fits_with_who_holds_each_job(new_page, site_url):
+    """At 390 px the jobs table fits its box, with no sideways scroll and no
+    line saying it scrolls, while it shows what the lesson needs: each job,
+    its status, its attempts, and who holds it with the lease it has left."""
+    page = watch(new_page(390, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    press(sim, "Step to the next event", "Add a job", "Step to the next event")
+    table = sim.locator(".sim-panels table")
+    box = sim.locator(".sim-panels .sim-scroll")
+    wide, room = box.evaluate(FITS)
+    assert wide <= room, (wide, room)
+    expect(sim.locator(".sim-panels .sim-sideways")).to_be_hidden()
+    expect(table.locator("thead th")).to_have_text(
+        ["Job", "Email to", "Status", "Attempts", "Held by"])
+    first = table.locator("tbody tr").first
+    expect(first).to_contain_text("running")
+    expect(first.locator("td").last).to_have_text(re.compile(r"^worker 1, \d+\.\d s left$"))
+    expect(table.locator("tbody tr").last).to_contain_text("queued")
     assert page.problems == []

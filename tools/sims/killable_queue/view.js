@@ -14,6 +14,22 @@ function seconds(value) {
   return value === null || value === undefined ? "" : `${value.toFixed(1)} s`;
 }
 
+// An address whose domain a narrow table leaves out.
+function address(words) {
+  const at = words.indexOf("@");
+  return at < 0 ? words : [words.slice(0, at), el("span", { class: "kq-wide" }, words.slice(at))];
+}
+
+// Who holds a running job, and the lease they have left: "worker 1, 3.0 s
+// left", on two lines where the column is narrow.
+function held(job) {
+  if (job.status !== "running") {
+    return "";
+  }
+  return [el("span", { class: "kq-whole" }, job.holder ?? ""), ", ",
+    el("span", { class: "kq-whole" }, `${seconds(job.lease_left)} left`)];
+}
+
 // ---- the picture: a lane per worker on a time axis, now near the right edge
 
 const NAMES_WIDTH = 80;          // px: each worker's name and button, left of its lane
@@ -402,9 +418,11 @@ export default function killableQueue(body, { act, announce, tasks }) {
     el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
       el("section", {}, el("h3", {}, "The jobs table"),
-        scrolling(el("table", {}, el("thead", {}, el("tr", {},
-          el("th", {}, "Job"), el("th", {}, "Email to"), el("th", {}, "Status"),
-          el("th", {}, "Attempts"), el("th", {}, "Lease left"))), jobs))),
+        // Narrow, the email is its name alone (the outbox has it whole).
+        scrolling(el("table", { class: "kq-jobs" }, el("thead", {}, el("tr", {},
+          el("th", {}, "Job"), el("th", {}, "Email", el("span", { class: "kq-wide" }, " to")),
+          el("th", {}, "Status"), el("th", {}, "Attempts"), el("th", {}, "Held by"))), jobs),
+        { narrow: true })),
       el("section", {}, el("h3", {}, "Outbox"), outbox),
       el("section", {}, el("h3", {}, "What happened"), events)),
     tasks);
@@ -482,9 +500,9 @@ export default function killableQueue(body, { act, announce, tasks }) {
       buttons.replaceChildren(...ready);
     }
     jobs.replaceChildren(...state.jobs.map((job) => el("tr", {},
-      el("th", { scope: "row" }, String(job.id)), el("td", {}, job.address),
+      el("th", { scope: "row" }, String(job.id)), el("td", {}, address(job.address)),
       el("td", {}, job.status), el("td", {}, String(job.attempts)),
-      el("td", {}, job.status === "running" ? seconds(job.lease_left) : ""))));
+      el("td", {}, held(job)))));
     outbox.replaceChildren(...state.outbox.map((email) => el("li",
       { class: email.duplicate ? "duplicate" : "" },
       `job ${email.job} to ${email.address}, sent by ${email.worker}`,
