@@ -3,6 +3,7 @@ controls. The checks every simulation passes (fit, axe, the standard library,
 the focus) are tools/sims/test_pages.py's; they make the moves in SMOKE."""
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser import (start_simulation, task_done, answered, watch,
@@ -262,6 +263,21 @@ def test_the_crash_marker_glides_only_for_readers_who_allow_motion(watched, site
     watched.keyboard.press("Home")                         # redrawn in place, at once
     expect(marker).to_have_attribute("aria-valuenow", "0")
     assert watched.problems == []
+
+
+LINES = "(p) => p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight)"
+
+
+@pytest.mark.parametrize("width, most", [(1280, 1), (390, 2)])
+def test_the_hint_is_a_headline_of_one_line_beside_the_text(new_page, site_url, width, most):
+    """The hint above the picture says what to do in one line beside the
+    text, and in at most two on a phone."""
+    page = watch(new_page(width, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "crash-timing")
+    hint = sim.locator(".ct-hint")
+    expect(hint).to_contain_text("arrow keys")
+    assert round(hint.evaluate(LINES), 1) <= most, hint.inner_text()
+    assert page.problems == []
 
 
 def test_on_a_phone_the_matrix_fits_and_keeps_every_name(new_page, site_url):

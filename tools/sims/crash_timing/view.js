@@ -402,8 +402,8 @@ export default function crashTiming(body, { act, announce, tasks }) {
     },
   });
   body.append(
-    el("p", { class: "ct-hint" }, "Drag the crash along the job's life, or focus it and use " +
-      "the arrow keys: each row shows what it does under one protection."),
+    el("p", { class: "ct-hint" }, "Drag the crash, or focus it and use the arrow keys: " +
+      "each row is one protection."),
     picture.element,
     el("div", { class: "sim-controls" },
       el("label", { for: "ct-protection" }, "Protection "), protection,

@@ -291,8 +291,8 @@ def test_under_play_a_dead_workers_lease_runs_down_on_its_lane(watched_alone, si
 
 def test_the_key_is_short_and_each_other_mark_says_what_it_is(watched, site_url):
     """Four items in the key; the marks it leaves out have words on the
-    picture and a title of their own. The clock line says no jargon: the
-    same moves always give the same run."""
+    picture and a title of their own. The hint says it with no jargon: the
+    same moves give the same run."""
     sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
     assert sim.locator(".kq-legend li").count() <= 4
     press(sim, "Add a job", "Step to the next event", "Step to the next event",
@@ -302,7 +302,7 @@ def test_the_key_is_short_and_each_other_mark_says_what_it_is(watched, site_url)
         expect(title).to_have_count(1)
         assert title.text_content().strip()
     expect(sim).not_to_contain_text("no dice")
-    expect(sim.locator(".kq-hint")).to_contain_text("the same moves always give the same run")
+    expect(sim.locator(".kq-hint")).to_contain_text("the same moves give the same run")
     assert watched.problems == []
 
 
@@ -416,4 +416,22 @@ def test_on_a_phone_the_jobs_table_fits_with_who_holds_each_job(new_page, site_u
     expect(first).to_contain_text("running")
     expect(first.locator("td").last).to_have_text(re.compile(r"^worker 1, \d+\.\d s left$"))
     expect(table.locator("tbody tr").last).to_contain_text("queued")
+    assert page.problems == []
+
+
+LINES = "(p) => p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight)"
+
+
+@pytest.mark.parametrize("width, most", [(1280, 1), (390, 2)])
+def test_the_hint_is_a_headline_of_one_line_beside_the_text(new_page, site_url, width, most):
+    """The hint under the controls says what to do in one line beside the
+    text, and in at most two on a phone; the clock line takes one."""
+    page = watch(new_page(width, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    press(sim, "Step to the next event")
+    hint = sim.locator(".kq-hint")
+    expect(hint).to_contain_text("kill worker 1 while it holds a job")
+    assert round(hint.evaluate(LINES), 1) <= most, hint.inner_text()
+    clock = sim.locator(".sim-clock")
+    assert clock.evaluate("(c) => c.getClientRects().length") == 1, clock.inner_text()
     assert page.problems == []

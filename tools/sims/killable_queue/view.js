@@ -412,8 +412,7 @@ export default function killableQueue(body, { act, announce, tasks }) {
     }
   }).observe(frame);
   const hint = el("p", { class: "kq-hint" },
-    "Press Play, then kill worker 1 while it holds a job. Nothing here is random: ",
-    "the same moves always give the same run.");
+    "Press Play, then kill worker 1 while it holds a job: the same moves give the same run.");
   body.append(controls, hint,
     el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
