@@ -74,10 +74,28 @@ export function player(button, interval, step, finished = () => false) {
 }
 
 // A table that may be wider than the page: it scrolls sideways, and can be
-// focused, so that a keyboard can scroll it too.
-export function scrolling(table) {
+// focused, so that a keyboard can scroll it too. With `narrow`, a table too
+// wide for its box first takes the class sim-narrow, whose rules (the
+// view's own) make it narrower: shorter headers, fewer words, turned
+// labels. It scrolls, and says so, only if it is still too wide.
+export function scrolling(table, { narrow = false } = {}) {
   const box = el("div", { class: "sim-scroll", tabindex: "0" }, table);
+  if (narrow) {
+    narrowing(box, table);
+  }
   return el("div", {}, sideways(box, "table", table), box);
+}
+
+// Gives table the class sim-narrow while its wide form is wider than box:
+// looked at again whenever either changes size (rows added, a phone turned).
+function narrowing(box, table) {
+  const fit = () => {
+    table.classList.remove("sim-narrow");
+    table.classList.toggle("sim-narrow", box.scrollWidth > box.clientWidth);
+  };
+  const watch = new ResizeObserver(fit);
+  watch.observe(box);
+  watch.observe(table);
 }
 
 // Calls redraw() each time box changes width (a phone turned, a window

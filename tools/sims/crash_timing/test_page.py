@@ -3,9 +3,10 @@ controls. The checks every simulation passes (fit, axe, the standard library,
 the focus) are tools/sims/test_pages.py's; they make the moves in SMOKE."""
 import re
 
+import pytest
 from playwright.sync_api import expect
 
-from tests.browser import (start_simulation, task_done, answered,
+from tests.browser import (start_simulation, task_done, answered, watch,
                            menu_when_the_first_answer_is_drawn)
 
 
@@ -13,7 +14,6 @@ CHAPTER = "idempotency-making-repeats-harmless.html"
 # What the shared checks do here, a move at a time (tests/browser.py make_moves):
 # enough to fill its tables and pictures and to import all it needs.
 SMOKE = ["Run", "Step", "Show every crash and protection"]
-SIDEWAYS_ON_A_PHONE = 1          # the matrix of every crash and protection
 
 
 NAMES = ["no protection", "idempotency key", "key recorded apart", "one transaction",
@@ -263,3 +263,48 @@ def test_the_crash_marker_glides_only_for_readers_who_allow_motion(watched, site
     watched.keyboard.press("Home")                         # redrawn in place, at once
     expect(marker).to_have_attribute("aria-valuenow", "0")
     assert watched.problems == []
+
+
+LINES = "(p) => p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight)"
+
+
+@pytest.mark.parametrize("width, most", [(1280, 1), (390, 2)])
+def test_the_hint_is_a_headline_of_one_line_beside_the_text(new_page, site_url, width, most):
+    """The hint above the picture says what to do in one line beside the
+    text, and in at most two on a phone."""
+    page = watch(new_page(width, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "crash-timing")
+    hint = sim.locator(".ct-hint")
+    expect(hint).to_contain_text("arrow keys")
+    assert round(hint.evaluate(LINES), 1) <= most, hint.inner_text()
+    assert page.problems == []
+
+
+def test_on_a_phone_the_matrix_fits_and_keeps_every_name(new_page, site_url):
+    """At 390 px the grid of every crash and protection fits its box, with
+    no sideways scroll and no line saying it scrolls: still a table, each
+    column headed by its protection's whole name, each row by its crash,
+    each cell's outcome in words for a screen reader."""
+    page = watch(new_page(390, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "crash-timing")
+    sim.get_by_role("button", name="Show every crash and protection").click()
+    answered(sim)
+    grid = sim.locator(".sim-matrix table")
+    expect(grid.locator("tbody tr")).to_have_count(7)
+    wide, room = sim.locator(".sim-matrix .sim-scroll").evaluate(
+        "(box) => [box.scrollWidth, box.clientWidth]")
+    assert wide <= room, (wide, room)
+    expect(sim.locator(".sim-matrix .sim-sideways")).to_be_hidden()
+    expect(grid.locator("thead th")).to_have_text(["Crash", *NAMES])
+    for name in NAMES:
+        expect(grid.get_by_role("columnheader", name=name)).to_be_visible()
+    expect(grid.get_by_role("rowheader", name="after the effect, before its key is recorded")
+           ).to_be_visible()
+    inside = grid.locator("tr", has_text="inside the open transaction").locator("td")
+    expect(inside.nth(3)).to_have_text("exactly once (1 effect)")
+    # Each protection's name lies inside the table's box, whole.
+    table = grid.bounding_box()
+    for header in grid.locator("thead th").all():
+        box = header.bounding_box()
+        assert table["x"] <= box["x"] and box["x"] + box["width"] <= table["x"] + table["width"]
+    assert page.problems == []

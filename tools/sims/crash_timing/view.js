@@ -343,9 +343,11 @@ function crashPicture({ moved, settled }) {
 // ---- every moment against every protection: a grid of the same shapes
 
 function matrixGrid(result) {
+  // Each protection's name in a span of its own, which a table too narrow
+  // for its names laid flat turns on its side (view.css).
   const header = el("tr", {}, el("th", { scope: "col" }, "Crash"),
     ...result.columns.map((column) => el("th", { scope: "col", title: column.label },
-      column.name)));
+      el("span", {}, column.name))));
   const rows = result.rows.map((row) => el("tr", {},
     el("th", { scope: "row" }, row.label),
     ...result.columns.map((column) => {
@@ -360,7 +362,7 @@ function matrixGrid(result) {
     el("span", {}, glyph(outcome), ` ${BRIEF[outcome]}`)));
   return [el("h3", {}, "Every crash against every protection, each run"), legend,
     scrolling(el("table", { class: "ct-grid" }, el("thead", {}, header),
-      el("tbody", {}, ...rows)))];
+      el("tbody", {}, ...rows)), { narrow: true })];
 }
 
 export default function crashTiming(body, { act, announce, tasks }) {
@@ -400,8 +402,8 @@ export default function crashTiming(body, { act, announce, tasks }) {
     },
   });
   body.append(
-    el("p", { class: "ct-hint" }, "Drag the crash along the job's life, or focus it and use " +
-      "the arrow keys: each row shows what it does under one protection."),
+    el("p", { class: "ct-hint" }, "Drag the crash, or focus it and use the arrow keys: " +
+      "each row is one protection."),
     picture.element,
     el("div", { class: "sim-controls" },
       el("label", { for: "ct-protection" }, "Protection "), protection,

@@ -1,6 +1,8 @@
 """The killable queue in Chromium: its tasks, its pictures and its controls.
 The checks every simulation passes (fit, axe, the standard library, the focus)
 are tools/sims/test_pages.py's; they make the moves in SMOKE."""
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -11,7 +13,6 @@ CHAPTER = "when-workers-die-leases.html"
 # What the shared checks do here, a move at a time (tests/browser.py make_moves):
 # enough to fill its tables and pictures and to import all it needs.
 SMOKE = ["Add a job", "Add a job", "Step to the next event", "Kill worker 1"]
-SIDEWAYS_ON_A_PHONE = 1          # the jobs table
 
 
 def test_the_killable_queues_buttons_stay_put_while_the_clock_moves(watched, site_url):
@@ -290,8 +291,8 @@ def test_under_play_a_dead_workers_lease_runs_down_on_its_lane(watched_alone, si
 
 def test_the_key_is_short_and_each_other_mark_says_what_it_is(watched, site_url):
     """Four items in the key; the marks it leaves out have words on the
-    picture and a title of their own. The clock line says no jargon: the
-    same moves always give the same run."""
+    picture and a title of their own. The hint says it with no jargon: the
+    same moves give the same run."""
     sim = start_simulation(watched, site_url, CHAPTER, "killable-queue")
     assert sim.locator(".kq-legend li").count() <= 4
     press(sim, "Add a job", "Step to the next event", "Step to the next event",
@@ -301,7 +302,7 @@ def test_the_key_is_short_and_each_other_mark_says_what_it_is(watched, site_url)
         expect(title).to_have_count(1)
         assert title.text_content().strip()
     expect(sim).not_to_contain_text("no dice")
-    expect(sim.locator(".kq-hint")).to_contain_text("the same moves always give the same run")
+    expect(sim.locator(".kq-hint")).to_contain_text("the same moves give the same run")
     assert watched.problems == []
 
 
@@ -352,3 +353,85 @@ def test_it_starts_with_jobs_queued_and_reset_starts_so_again(watched, site_url)
     expect(rows.filter(has_text="queued")).to_have_count(3)
     expect(sim.locator(".sim-clock")).to_have_text("time 0.0 s · lease 8 s")
     assert watched.problems == []
+
+
+# Every word on the lanes whose box the dashed now line runs through, and
+# every two words on the picture whose boxes meet.
+CROSSED = """(svg) => {
+    const box = (element) => element.getBoundingClientRect();
+    const meet = (a, b) => a.left < b.right && b.left < a.right
+        && a.top < b.bottom && b.top < a.bottom;
+    const now = box(svg.querySelector(".kq-now"));
+    const words = [...svg.querySelectorAll("text")].filter((t) => box(t).width > 0);
+    const onLanes = words.filter((t) => t.closest(".kq-lane"));
+    const pairs = [];
+    words.forEach((a, i) => words.slice(i + 1).forEach((b) => {
+        if (meet(box(a), box(b))) pairs.push([a.textContent, b.textContent]);
+    }));
+    return { now: onLanes.filter((t) => meet(box(t), now)).map((t) => t.textContent), pairs };
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_words_on_the_lanes_meet_the_now_line_or_each_other(new_page, site_url, width):
+    """Worker 1 killed holding a job: at every step after, while its lease
+    runs out and another worker takes the job over, the dashed now line
+    crosses none of the lanes' words, and no two words on the picture meet."""
+    page = watch(new_page(width, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    press(sim, "Step to the next event", "Kill worker 1")
+    clock = sim.locator(".sim-clock")
+    picture = sim.locator(".kq-picture svg")
+    seen = set()
+    for _ in range(20):
+        found = picture.evaluate(CROSSED)
+        assert found == {"now": [], "pairs": []}, (clock.inner_text(), found)
+        seen.update(picture.locator(".kq-lane text").all_text_contents())
+        if float(clock.inner_text().split()[1]) >= 12:
+            break
+        press(sim, "Step to the next event")
+    assert {"killed", "lease ran out"} <= seen, seen
+    expect(sim.locator(".kq-handover")).to_have_count(1)
+    assert page.problems == []
+
+
+FITS = "(box) => [box.scrollWidth, box.clientWidth]"
+
+
+def test_on_a_phone_the_jobs_table_fits_with_who_holds_each_job(new_page, site_url):
+    """At 390 px the jobs table fits its box, with no sideways scroll and no
+    line saying it scrolls, while it shows what the lesson needs: each job,
+    its status, its attempts, and who holds it with the lease it has left."""
+    page = watch(new_page(390, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    press(sim, "Step to the next event", "Add a job", "Step to the next event")
+    table = sim.locator(".sim-panels table")
+    box = sim.locator(".sim-panels .sim-scroll")
+    wide, room = box.evaluate(FITS)
+    assert wide <= room, (wide, room)
+    expect(sim.locator(".sim-panels .sim-sideways")).to_be_hidden()
+    expect(table.locator("thead th")).to_have_text(
+        ["Job", "Email to", "Status", "Attempts", "Held by"])
+    first = table.locator("tbody tr").first
+    expect(first).to_contain_text("running")
+    expect(first.locator("td").last).to_have_text(re.compile(r"^worker 1, \d+\.\d s left$"))
+    expect(table.locator("tbody tr").last).to_contain_text("queued")
+    assert page.problems == []
+
+
+LINES = "(p) => p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight)"
+
+
+@pytest.mark.parametrize("width, most", [(1280, 1), (390, 2)])
+def test_the_hint_is_a_headline_of_one_line_beside_the_text(new_page, site_url, width, most):
+    """The hint under the controls says what to do in one line beside the
+    text, and in at most two on a phone; the clock line takes one."""
+    page = watch(new_page(width, 900))
+    sim = start_simulation(page, site_url, CHAPTER, "killable-queue")
+    press(sim, "Step to the next event")
+    hint = sim.locator(".kq-hint")
+    expect(hint).to_contain_text("kill worker 1 while it holds a job")
+    assert round(hint.evaluate(LINES), 1) <= most, hint.inner_text()
+    clock = sim.locator(".sim-clock")
+    assert clock.evaluate("(c) => c.getClientRects().length") == 1, clock.inner_text()
+    assert page.problems == []

@@ -14,6 +14,22 @@ function seconds(value) {
   return value === null || value === undefined ? "" : `${value.toFixed(1)} s`;
 }
 
+// An address whose domain a narrow table leaves out.
+function address(words) {
+  const at = words.indexOf("@");
+  return at < 0 ? words : [words.slice(0, at), el("span", { class: "kq-wide" }, words.slice(at))];
+}
+
+// Who holds a running job, and the lease they have left: "worker 1, 3.0 s
+// left", on two lines where the column is narrow.
+function held(job) {
+  if (job.status !== "running") {
+    return "";
+  }
+  return [el("span", { class: "kq-whole" }, job.holder ?? ""), ", ",
+    el("span", { class: "kq-whole" }, `${seconds(job.lease_left)} left`)];
+}
+
 // ---- the picture: a lane per worker on a time axis, now near the right edge
 
 const NAMES_WIDTH = 80;          // px: each worker's name and button, left of its lane
@@ -57,25 +73,33 @@ function scaleFor(state, width) {
 }
 
 // The words of a lane's marks, the weightiest first (a kill, a duplicate,
-// the lease left), the latest first among equals: each goes on the first of
-// its rows with room for it at its mark or a little right of it, and is left
-// out if there is none (its mark still shows, and its title says what it is).
-// So no words cover others, nor a mark's shape, even when a kill and a
-// restart fall at the same moment.
-function placeWords(words, heights, taken, right) {
-  const fits = (row, from, to) => to <= right
+// the lease left), the latest first among equals: each goes right of its
+// mark (or a little further right) on the first of its rows with room, else
+// left of it, and is left out if there is none (its mark still shows, and
+// its title says what it is). So no words cover others, nor a mark's
+// shape, even when a kill and a restart fall at the same moment; and none
+// is crossed by the now line, nor leaves its mark's side of it: what
+// happened stays in the past, left of now.
+const PUSHES = [0, 8, 16, 24];
+
+function placeWords(words, heights, taken, scale) {
+  const { left, right, nowX } = scale;
+  const past = (word) => word.mark < nowX - 0.5;
+  const fits = (word, row, from, to) => left <= from && to <= right
+    && (to <= nowX || (from >= nowX && !past(word)))
     && taken[row].every(([start, end]) => to <= start || end <= from);
-  for (const word of words.sort((a, b) => a.rank - b.rank || b.x - a.x)) {
+  for (const word of words.sort((a, b) => a.rank - b.rank || b.mark - a.mark)) {
     const width = wordsWidth(word.text);
-    for (const row of word.rows) {
-      const x = [0, 8, 16, 24].map((push) => word.x + push)
-        .find((at) => fits(row, at - 3, at + width + 3));
-      if (x !== undefined) {
-        taken[row].push([x - 3, x + width + 3]);
-        word.into.append(svg("text", { x: x.toFixed(1), y: heights[row], class: "kq-words" },
-          word.text));
-        break;
-      }
+    const after = PUSHES.map((push) => word.mark + word.gap + push);
+    const before = PUSHES.map((push) => word.mark - word.gap - width - push);
+    const places = [...word.rows.flatMap((row) => after.map((x) => [row, x])),
+      ...word.before.flatMap((row) => before.map((x) => [row, x]))];
+    const place = places.find(([row, x]) => fits(word, row, x - 3, x + width + 3));
+    if (place) {
+      const [row, x] = place;
+      taken[row].push([x - 3, x + width + 3]);
+      word.into.append(svg("text", { x: x.toFixed(1), y: heights[row], class: "kq-words" },
+        word.text));
     }
   }
 }
@@ -119,9 +143,12 @@ function lanePicture(worker, state, scale, ids) {
   const heights = { above: top + 11, ahead: top + 28, below: top + 54 };
   const words = [];
   const taken = { above: [], ahead: [], below: [] };    // stretches of each row in use
-  // A mark scrolled off to the left takes its words with it.
-  const word = (into, at, text, rank, ...rows) => at >= scale.left && words.push(
-    { into, text, rank, rows, x: at });
+  // A mark scrolled off to the left takes its words with it. gap: the room
+  // between the mark and its words, on either side; rows: those the words
+  // may take right of the mark, in the order tried; before: those they may
+  // take left of it, tried after every place right of it.
+  const word = (into, mark, gap, text, rank, rows, before = rows) => mark >= scale.left
+    && words.push({ into, mark, gap, text, rank, rows, before });
   const plot = svg("g", { "clip-path": `url(#${ids.clip})` });
   for (const [from, to, alive] of lives(worker, state.history, scale.since, now)) {
     plot.append(svg("line", { class: alive ? "kq-life" : "kq-life kq-dead",
@@ -143,7 +170,7 @@ function lanePicture(worker, state, scale, ids) {
         const duplicate = svg("g", { class: "kq-duplicate" },
           svg("title", {}, `a duplicate: job ${claim.job}'s email was sent before`),
           triangle(sent, top + 13, 11));
-        word(duplicate, sent + 8, "duplicate", 1, "above", "below");
+        word(duplicate, sent, 8, "duplicate", 1, ["above", "below"]);
         taken.above.push([sent - 7, sent + 7]);
         held.append(duplicate);
       }
@@ -152,7 +179,7 @@ function lanePicture(worker, state, scale, ids) {
       // Its lease ran out while it worked: its ack came too late and changed nothing.
       held.append(svg("title", {}, `job ${claim.job}: its lease ran out before its ack, ` +
         "so the ack changed nothing"));
-      word(held, end + 3, "ack refused", 5, "above", "below");
+      word(held, end, 3, "ack refused", 5, ["above", "below"]);
     }
     const seen = Math.max(start, scale.left);
     const name = [`job ${claim.job}`, String(claim.job)]
@@ -179,8 +206,8 @@ function lanePicture(worker, state, scale, ids) {
       const from = x(Math.max(now, claim.claimed));
       held.append(svg("rect", { class: "kq-lease-left", x: from, y: top + 37,
         width: Math.max(until - from, 0), height: 6 }));
-      word(held, Math.max(from, scale.nowX) + 4, `${seconds(claim.lease_left)} left`,
-        2, "ahead");
+      word(held, Math.max(from, scale.nowX), 4, `${seconds(claim.lease_left)} left`,
+        2, ["ahead"], []);
     } else if (claim.lease_until <= now && (open || claim.ended > claim.lease_until)) {
       const expired = svg("g", { class: "kq-expired" },
         svg("title", {}, `job ${claim.job}'s lease ran out at ${seconds(claim.lease_until)}: ` +
@@ -192,8 +219,9 @@ function lanePicture(worker, state, scale, ids) {
       // downwards to a worker below, upwards to one above.
       const taker = state.history.claims.find((c) => c.took_over !== null
         && c.job === claim.job && c.took_over.token === claim.token);
-      word(expired, until + 7, "lease ran out", 3, ...(taker && taker.worker > worker.index
-        ? ["above", "below"] : ["below", "above"]));
+      // Left of the diamond, it goes first under the lease bar that ends there.
+      word(expired, until, 7, "lease ran out", 3, taker && taker.worker > worker.index
+        ? ["above", "below"] : ["below", "above"], ["below", "above"]);
       held.append(expired);
     }
     plot.append(held);
@@ -206,7 +234,7 @@ function lanePicture(worker, state, scale, ids) {
       svg("path", { class: "kq-cross",
         d: `M${at - 6},${middle - 6}L${at + 6},${middle + 6}M${at - 6},${middle + 6}` +
           `L${at + 6},${middle - 6}` }));
-    word(kill, at + 6, "killed", 0, "above", "below");
+    word(kill, at, 6, "killed", 0, ["above", "below"]);
     taken.ahead.push([at - 7, at + 7]);
     plot.append(kill);
   }
@@ -216,11 +244,11 @@ function lanePicture(worker, state, scale, ids) {
       svg("title", {}, `${worker.name} restarted at ${seconds(start.time)}: ` +
         "a new process that holds nothing"),
       svg("path", { class: "kq-start", d: startMark(at, middle) }));
-    word(restart, at + 3, "restarted", 4, "below", "above");
+    word(restart, at, 3, "restarted", 4, ["below", "above"]);
     taken.ahead.push([at - 1, at + 6]);
     plot.append(restart);
   }
-  placeWords(words, heights, taken, scale.right);
+  placeWords(words, heights, taken, scale);
   return svg("g", { class: "kq-lane", "data-worker": worker.index },
     svg("line", { class: "kq-lane-edge", x1: 0, x2: scale.right, y1: top + LANE, y2: top + LANE }),
     svg("text", { class: "kq-name", x: 4, y: top + 14 }, worker.name),
@@ -384,15 +412,16 @@ export default function killableQueue(body, { act, announce, tasks }) {
     }
   }).observe(frame);
   const hint = el("p", { class: "kq-hint" },
-    "Press Play, then kill worker 1 while it holds a job. Nothing here is random: ",
-    "the same moves always give the same run.");
+    "Press Play, then kill worker 1 while it holds a job: the same moves give the same run.");
   body.append(controls, hint,
     el("section", {}, el("h3", {}, "The workers over time"), frame, legend(`${ids.hatch}-key`)),
     el("div", { class: "sim-panels" },
       el("section", {}, el("h3", {}, "The jobs table"),
-        scrolling(el("table", {}, el("thead", {}, el("tr", {},
-          el("th", {}, "Job"), el("th", {}, "Email to"), el("th", {}, "Status"),
-          el("th", {}, "Attempts"), el("th", {}, "Lease left"))), jobs))),
+        // Narrow, the email is its name alone (the outbox has it whole).
+        scrolling(el("table", { class: "kq-jobs" }, el("thead", {}, el("tr", {},
+          el("th", {}, "Job"), el("th", {}, "Email", el("span", { class: "kq-wide" }, " to")),
+          el("th", {}, "Status"), el("th", {}, "Attempts"), el("th", {}, "Held by"))), jobs),
+        { narrow: true })),
       el("section", {}, el("h3", {}, "Outbox"), outbox),
       el("section", {}, el("h3", {}, "What happened"), events)),
     tasks);
@@ -470,9 +499,9 @@ export default function killableQueue(body, { act, announce, tasks }) {
       buttons.replaceChildren(...ready);
     }
     jobs.replaceChildren(...state.jobs.map((job) => el("tr", {},
-      el("th", { scope: "row" }, String(job.id)), el("td", {}, job.address),
+      el("th", { scope: "row" }, String(job.id)), el("td", {}, address(job.address)),
       el("td", {}, job.status), el("td", {}, String(job.attempts)),
-      el("td", {}, job.status === "running" ? seconds(job.lease_left) : ""))));
+      el("td", {}, held(job)))));
     outbox.replaceChildren(...state.outbox.map((email) => el("li",
       { class: email.duplicate ? "duplicate" : "" },
       `job ${email.job} to ${email.address}, sent by ${email.worker}`,
