@@ -513,7 +513,7 @@ export default function payment(body, { act, announce, tasks }) {
     const words = state.timeline.length ? `${state.difference}.` : "";
     balance.replaceChildren(
       el("span", { class: "pay-said" }, lead, verdict ? el("strong", {}, verdict) : null, dead),
-      words ? el("span", { class: "visually-hidden" }, `. ${words}`) : null);
+      ...(words ? [el("span", { class: "visually-hidden" }, `. ${words}`)] : []));
     why.textContent = words;
     why.hidden = !words;
     seenKey.hidden = state.settings.keys !== "stable";    // only a stable key is seen again
