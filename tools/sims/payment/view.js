@@ -120,8 +120,7 @@ function knows(job, state) {
 // and the difference as a sum; the dead letters, if any.
 function headline(state) {
   if (state.timeline.length === 0) {
-    return [`${many(state.jobs.length, "order")} of ${dollars(state.price_cents)} to charge; ` +
-      "none tried yet", "", ""];
+    return [`${many(state.jobs.length, "order")} to charge; none tried yet`, "", ""];
   }
   const owes = `Alice owes ${dollars(state.expected_cents)}`;
   const verdict = state.actual_cents === 0 ? "nothing" :
