@@ -135,7 +135,8 @@ def menu_when_the_first_answer_is_drawn(sim, menu, drawn, changes):
 @dataclass(frozen=True)
 class Move:
     """One thing a reader does to a simulation: a button pressed (a move
-    written as its name alone), a box ticked, or a choice from a menu."""
+    written as its name alone), a box ticked, or a choice from a menu
+    (a folded part opened is a Disclosure)."""
     label: str
     value: str | None = None
 
@@ -153,6 +154,19 @@ def tick(label):
 
 def choose(label, value):
     return Move(label, value)
+
+
+@dataclass(frozen=True)
+class Disclosure:
+    """A <details> the reader opens (or closes) by its summary's words."""
+    summary: str
+
+    def make(self, sim):
+        sim.locator("summary", has_text=self.summary).click()
+
+
+def disclose(summary):
+    return Disclosure(summary)
 
 
 def make_moves(sim, moves, after_each=lambda: None):

@@ -41,7 +41,8 @@ def page_tests(name):
                     "SMOKE, the moves the shared checks make (see CONTRIBUTING)")
     if not isinstance(getattr(module, "SMOKE", None), list):
         pytest.fail(f"{folder}/test_page.py has no SMOKE list: the moves the shared "
-                    "checks make (button names, tick(label), choose(label, value))")
+                    "checks make (button names, tick(label), choose(label, value), "
+                    "disclose(summary))")
     return module
 
 

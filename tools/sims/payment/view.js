@@ -1,8 +1,11 @@
 // The payment simulator (Chapters 6 to 8): a worker charges Alice through
 // a flaky bank, with the retry policy and the key mode the reader sets.
+// Up front only the keys and the moves; the rest of the settings under
+// More settings. One line says what the bank took against what Alice owes.
 // Two pictures: what Alice owes and what the bank took, as two bars; and
 // every attempt on a time axis, one lane per charge job, with the backoff
-// waits between. (Chapter 10's O7 story is o7.js.)
+// waits between. A table sets what the worker knows of each job beside
+// what the bank did. (Chapter 10's O7 story is o7.js.)
 
 import { el, player, scrolling, sideways, svg } from "../dom.js";
 import { many } from "../picture.js";
@@ -86,6 +89,51 @@ function statusOf(job, state) {
     (job.charged_times ? ` · ${charged}, pending` : "");
 }
 
+// How many times the bank charged an order, in the table: "⚠ twice".
+function bankCharged(times) {
+  const words = times === 0 ? "never" : times === 1 ? "once" : times === 2 ? "twice"
+    : `${times} times`;
+  return times > 1 ? `⚠ ${words}` : words;
+}
+
+// What the worker can tell from its own log of a job, in a few words: a
+// timeout may have charged, a lost request did not, and with a stable key
+// the bank charges an order once at most. (The engine's worker_knows says
+// it in a sentence, which the cell keeps as its title.)
+function knows(job, state) {
+  const mine = state.timeline.filter((entry) => entry.job === job.id);
+  if (mine.length === 0) {
+    return "not tried yet";
+  }
+  const timeouts = mine.filter((entry) => entry.event === "lost reply").length;
+  const keyed = state.settings.keys === "stable";
+  if (job.status === "done") {
+    return timeouts === 0 ? "charged once" : keyed ? "charged once (the key)"
+      : `charged, maybe more (${many(timeouts, "timeout")})`;
+  }
+  const where = job.status === "dead" ? "dead" : "retrying";
+  return timeouts === 0 ? `${where}, not charged` : keyed ? `${where}, maybe charged once (the key)`
+    : `${where}, maybe charged (${many(timeouts, "timeout")})`;
+}
+
+// The line over the pictures: what Alice owes against what the bank took,
+// and the difference as a sum; the dead letters, if any.
+function headline(state) {
+  if (state.timeline.length === 0) {
+    return [`${many(state.jobs.length, "order")} to charge; none tried yet`, "", ""];
+  }
+  const owes = `Alice owes ${dollars(state.expected_cents)}`;
+  const verdict = state.actual_cents === 0 ? "nothing" :
+    state.actual_cents === state.expected_cents ? "exactly that" :
+    [state.more_cents > 0 && `${dollars(state.more_cents)} too much`,
+      state.pending_cents > 0 && `${dollars(state.pending_cents)} pending`]
+      .filter(Boolean).join(", ");
+  const took = state.actual_cents === state.expected_cents ? "; the bank took " :
+    `; the bank took ${dollars(state.actual_cents)}: `;
+  const dead = state.jobs.filter((job) => job.status === "dead").length;
+  return [owes + took, verdict, dead ? ` · ${many(dead, "dead letter")}` : ""];
+}
+
 export default function payment(body, { act, announce, tasks }) {
   let finished = false;
   const inputs = {
@@ -117,15 +165,18 @@ export default function payment(body, { act, announce, tasks }) {
     lost_reply: el("output", { for: "pay-lost-reply" }),
   };
   const play = el("button", { type: "button" }, "Play");
-  const speed = el("select", { "aria-label": "Speed" },
+  const speed = el("select", { id: "pay-speed" },
     el("option", { value: "1" }, "1×"), el("option", { value: "4" }, "4×"));
-  const balance = el("p", { class: "sim-result" });
+  // The one line over the pictures, and after it, for a screen reader, the
+  // engine's words order by order (also at the head of every attempt's words).
+  const balance = el("p", { class: "sim-result pay-headline" });
+  const why = el("p", { class: "pay-why" });
   const timeline = el("ol", { class: "sim-events" });
   const bars = svg("svg", { class: "pay-bars", role: "img" });
   const lanes = svg("svg", { class: "pay-timeline", role: "img" });
   const lanesBox = el("div", { class: "sim-scroll pay-scroll", tabindex: "0" }, lanes);
   const pictures = el("div", { class: "sim-picture" }, bars);
-  const jobs = el("tbody", { role: "rowgroup" });
+  const jobs = el("tbody");
   const modes = el("div", { class: "pay-modes" });
   let compared = null;         // the settings, but the key mode, that modes shows
   let shown = null;            // the state drawn last
@@ -137,41 +188,57 @@ export default function payment(body, { act, announce, tasks }) {
     return el("span", { class: "sim-field" }, el("label", { for: id }, text), input, extra);
   }
 
+  // Up front, what the lesson needs: the keys, and the moves. The rest
+  // (the bank's luck, the retry policy, the run's size and seed, the speed)
+  // waits under More settings.
+  const seenKey = legendKey("approved", false, "key seen, no charge");
   body.append(
     el("div", { class: "sim-controls" },
-      labelled("pay-lost-request", "Lost requests ", inputs.lost_request,
-        shownPercent.lost_request),
-      labelled("pay-lost-reply", "Lost replies ", inputs.lost_reply, shownPercent.lost_reply),
       labelled("pay-keys", "Keys ", keys),
-      labelled("pay-attempts", "Attempts ", inputs.attempts),
-      labelled("pay-base", "Base (s) ", inputs.base),
-      labelled("pay-cap", "Cap (s) ", inputs.cap),
-      labelled("pay-jitter", "Jitter ", inputs.jitter),
-      labelled("pay-charges", "Charges ", inputs.charges),
-      labelled("pay-seed", "Seed ", inputs.seed)),
-    el("div", { class: "sim-controls" },
       el("button", { type: "button", onclick: () => configure("run") }, "Run all charges"),
       play,
       el("button", { type: "button", onclick: () => act("step") }, "Step one attempt"),
-      el("label", {}, "Speed ", speed),
-      el("button", { type: "button", onclick: () => configure() }, "Reset"),
-      el("button", { type: "button", onclick: newSeed }, "New seed")),
+      el("button", { type: "button", onclick: () => configure() }, "Reset")),
+    el("details", { class: "pay-more" },
+      el("summary", {}, "More settings"),
+      el("div", { class: "sim-controls" },
+        labelled("pay-lost-request", "Lost requests ", inputs.lost_request,
+          shownPercent.lost_request),
+        labelled("pay-lost-reply", "Lost replies ", inputs.lost_reply,
+          shownPercent.lost_reply)),
+      el("div", { class: "sim-controls" },
+        labelled("pay-attempts", "Attempts ", inputs.attempts),
+        labelled("pay-base", "Base (s) ", inputs.base),
+        labelled("pay-cap", "Cap (s) ", inputs.cap),
+        labelled("pay-jitter", "Jitter ", inputs.jitter)),
+      el("div", { class: "sim-controls" },
+        labelled("pay-charges", "Charges ", inputs.charges),
+        labelled("pay-seed", "Seed ", inputs.seed),
+        el("button", { type: "button", onclick: newSeed }, "New seed"),
+        labelled("pay-speed", "Speed ", speed))),
     balance,
     pictures,
     el("section", { class: "sim-picture" }, el("h3", {}, "Attempts and waits"),
-      sideways(lanesBox, "picture", lanes), lanesBox, legend()),
+      sideways(lanesBox, "picture", lanes), lanesBox,
+      el("p", { class: "pay-legend" },
+        legendKey("approved", true, "charged"),
+        legendKey("lost reply", true, "reply lost, but charged"),
+        legendKey("lost request", false, "request lost"),
+        seenKey,
+        el("span", { class: "pay-key" },
+          svg("svg", { width: "26", height: "22", viewBox: "0 -11 26 22", "aria-hidden": "true" },
+            svg("line", { class: "pay-wait-line", x1: "2", x2: "24", y1: "0", y2: "0" })),
+          "backoff wait"))),
     el("section", {}, el("h3", {}, "The three key modes, same seed"),
       el("button", { type: "button", onclick: compareModes }, "Run all three"), modes),
     el("div", { class: "sim-panels" },
       el("section", { class: "wide" }, el("h3", {}, "The charge jobs"),
-        // The roles are said outright: on a phone the rows are laid out as
-        // grids, and some browsers stop calling such a table a table.
-        scrolling(el("table", { class: "pay-jobs", role: "table" },
-          el("thead", { role: "rowgroup" }, el("tr", { role: "row" },
-            ...["Job", "Status", "Tries", "The bank charged", "The worker knows"].map((name) =>
-              el("th", { role: "columnheader" }, name)))), jobs))),
+        scrolling(el("table", { class: "pay-jobs" },
+          el("thead", {}, el("tr", {},
+            ...["Job", "The worker knows", "The bank charged"].map((name) =>
+              el("th", { scope: "col" }, name)))), jobs))),
       el("details", { class: "wide" },
-        el("summary", {}, "Every attempt in words"), timeline)),
+        el("summary", {}, "Every attempt in words"), why, timeline)),
     tasks);
 
   function settings() {
@@ -192,6 +259,7 @@ export default function payment(body, { act, announce, tasks }) {
   async function configure(then) {
     const wrong = Object.values(inputs).find((input) => !input.checkValidity());
     if (wrong) {
+      wrong.closest("details").open = true;   // where the browser can point at it
       wrong.reportValidity();          // the browser says what the box takes
       return;
     }
@@ -207,20 +275,11 @@ export default function payment(body, { act, announce, tasks }) {
     configure();
   }
 
-  function legend() {
-    const key = (event, took, words) => el("span", { class: "pay-key" },
+  // One mark of the legend and its few words.
+  function legendKey(event, took, words) {
+    return el("span", { class: "pay-key" },
       svg("svg", { width: "26", height: "22", viewBox: "-13 -12 26 22", "aria-hidden": "true" },
         glyph(0, 0, event, took)), words);
-    return el("p", { class: "pay-legend" },
-      key("approved", true, "charged: the bank took the money and the worker saw it"),
-      key("lost reply", true, "reply lost: the bank took the money, the worker saw a timeout"),
-      key("lost request", false, "request lost: the bank never saw it"),
-      key("approved", false, "key seen: done, and the bank took nothing new"),
-      el("span", { class: "pay-key" },
-        svg("svg", { width: "26", height: "22", viewBox: "0 -11 26 22", "aria-hidden": "true" },
-          svg("line", { class: "pay-wait-line", x1: "2", x2: "24", y1: "0", y2: "0" })),
-        "a backoff wait, its length in seconds"),
-      el("span", {}, "Filled: money taken. Hollow: none."));
   }
 
   // What Alice owes (the orders done) against what the bank took, split into
@@ -330,15 +389,19 @@ export default function payment(body, { act, announce, tasks }) {
     const perSecond = Math.min(Math.max(fit, 40 / closest, 60), 6000 / span);
     const x = (t) => name + 8 + t * perSecond;
     const markAt = (entry) => Math.max(x(entry.t) + R, (x(entry.t) + x(entry.end)) / 2);
-    // The right edge of what is drawn: the axis, the word "now", and the
-    // words under the last marks (6.2 px a character at 10 px).
-    const right = Math.max(x(span), x(state.time) + 26,
+    // The right edge of what is drawn: the axis and the words of its last
+    // tick (6.7 px a character at 11 px), the word "now", and the words
+    // under the last marks (6.2 px a character at 10 px).
+    const marked = ticks(span, perSecond);
+    const last = marked[marked.length - 1];
+    const right = Math.max(x(span), x(last) + `${last} s`.length * 3.4 + 2,
+      x(state.time) + 26,
       ...entries.map((entry) => markAt(entry) + label(entry).length * 3.1 + 2));
     const width = narrow ? Math.max(right, longest) + status : right + status;
     const height = top + lane * state.jobs.length + first - 16;
     const axis = svg("g", { class: "pay-axis" },
       svg("line", { x1: x(0), x2: x(span), y1: top - 8, y2: top - 8 }),
-      ticks(span, perSecond).map((t) => svg("g", {},
+      marked.map((t) => svg("g", {},
         svg("line", { x1: x(t), x2: x(t), y1: top - 12, y2: top - 4 }),
         svg("text", { x: x(t), y: top - 16, "text-anchor": "middle" }, `${t} s`))),
       svg("line", { class: "pay-now", x1: x(state.time), x2: x(state.time), y1: top - 8,
@@ -445,20 +508,23 @@ export default function payment(body, { act, announce, tasks }) {
     for (const name of ["lost_request", "lost_reply"]) {
       shownPercent[name].textContent = ` ${Math.round(state.settings[name] * 100)}%`;
     }
-    balance.textContent = `Alice should have paid ${dollars(state.expected_cents)}; ` +
-      `she has paid ${dollars(state.actual_cents)}. ${state.difference}`;
-    const cell = (text) => el("td", { role: "cell" }, text);
+    const [lead, verdict, dead] = headline(state);
+    const words = state.timeline.length ? `${state.difference}.` : "";
+    balance.replaceChildren(
+      el("span", { class: "pay-said" }, lead, verdict ? el("strong", {}, verdict) : null, dead),
+      ...(words ? [el("span", { class: "visually-hidden" }, `. ${words}`)] : []));
+    why.textContent = words;
+    why.hidden = !words;
+    seenKey.hidden = state.settings.keys !== "stable";    // only a stable key is seen again
     jobs.replaceChildren(...state.jobs.map((job) => el("tr",
-      { class: job.status === "dead" ? "dead" : "", role: "row" },
-      el("th", { scope: "row", role: "rowheader" }, String(job.id)),
-      cell(job.status === "dead" ? "✗ dead" : job.status),
-      cell(String(job.attempts)),
-      cell(job.charged_times > 1 ? `⚠ ${job.truth}` : job.truth),
-      cell(job.worker_knows))));
+      { class: job.status === "dead" ? "dead" : "" },
+      el("th", { scope: "row" }, String(job.id)),
+      el("td", { title: job.worker_knows }, knows(job, state)),
+      el("td", {}, bankCharged(job.charged_times)))));
     timeline.replaceChildren(...state.timeline.map((entry) => el("li",
       { class: `event-${entry.outcome}` }, `${entry.t.toFixed(2)} s: ${entry.text}`)));
     if (state.finished) {
-      announce(balance.textContent);
+      announce(`${lead}${verdict}${dead}. ${words}`);
     }
   }
 
