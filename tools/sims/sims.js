@@ -24,6 +24,7 @@ const DOWNLOAD = megabytes(DOWNLOAD_BYTES);
 const MOUNTS = ".sim-mount[data-sim]";
 // A reader whose browser asks to save data downloads nothing before Start.
 const SAVING_DATA = Boolean(navigator.connection?.saveData);
+// Whether Python was kept at an earlier Start (runtime.js), asked once a page.
 const KEPT = kept().catch(() => false);
 
 // A simulation's folder is its name with underscores for hyphens
