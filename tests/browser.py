@@ -233,6 +233,17 @@ BOXES_CUT_OFF = """() => {
 
 # Checkboxes and radios smaller than WCAG 2.2's least target (2.5.8: 24 by
 # 24 CSS pixels), too small to tap with a finger.
+# How many lines an element's words take, for a paragraph, a span or a
+# cell alike: the tops of their boxes, those a few pixels apart counted as
+# two. A visually hidden part (a box of 1 px) is read out, never a line.
+LINES = """(element) => {
+  const range = document.createRange();
+  range.selectNodeContents(element);
+  const tops = [...range.getClientRects()].filter((box) => box.height > 1)
+    .map((box) => box.top).sort((a, b) => a - b);
+  return tops.filter((top, i) => i === 0 || top - tops[i - 1] > 4).length;
+}"""
+
 TOO_SMALL_TO_TAP = """(sim) => [...sim.querySelectorAll("input[type=checkbox], input[type=radio]")]
     .filter((box) => box.getClientRects().length > 0)
     .map((box) => [box.id || box.name, box.getBoundingClientRect().width,

@@ -18,7 +18,8 @@ import types
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import (BOOT_SECONDS, OVERFLOWING, STICKING_OUT, TOO_SMALL_TO_TAP, answered,
+from tests.browser import (BOOT_SECONDS, LINES, OVERFLOWING, STICKING_OUT, TOO_SMALL_TO_TAP,
+                           answered,
                            make_moves, python_requests, serious_violations, start_simulation,
                            visit)
 from tools.sims import folders
@@ -100,18 +101,6 @@ def test_on_a_phone_it_fits_or_says_what_scrolls_sideways(new_page, site_url, na
     sim = start_simulation(page, site_url, EVERY, name)
     smoke(name, sim, page)
     fits(page, sim, name, 390)
-
-
-# How many lines a paragraph takes: its height over that of an empty one
-# of the same kind holding one letter.
-LINES = """(paragraph) => {
-  const one = paragraph.cloneNode(false);
-  one.textContent = "x";
-  paragraph.after(one);
-  const height = one.getBoundingClientRect().height;
-  one.remove();
-  return Math.round(paragraph.getBoundingClientRect().height / height);
-}"""
 
 
 @pytest.mark.parametrize("name", SIMS)

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import (start_simulation, task_done, answered, watch,
+from tests.browser import (LINES, start_simulation, task_done, answered, watch,
                            menu_when_the_first_answer_is_drawn)
 
 
@@ -115,9 +115,7 @@ def test_the_matrix_is_a_grid_of_the_rows_glyphs(watched, site_url):
     expect(inside.nth(0)).to_have_text("n/a")
     legend = sim.locator(".ct-legend")
     expect(legend).to_have_text(re.compile(r"once.*twice.*never.*n/a"))
-    lines = legend.evaluate("(p) => p.getBoundingClientRect().height / "
-                            "parseFloat(getComputedStyle(p).lineHeight)")
-    assert lines < 1.5, lines
+    assert legend.evaluate(LINES) == 1, legend.inner_text()
     assert watched.problems == []
 
 
@@ -265,9 +263,6 @@ def test_the_crash_marker_glides_only_for_readers_who_allow_motion(watched, site
     assert watched.problems == []
 
 
-LINES = "(p) => p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight)"
-
-
 @pytest.mark.parametrize("width, most", [(1280, 1), (390, 2)])
 def test_the_hint_is_a_headline_of_one_line_beside_the_text(new_page, site_url, width, most):
     """The hint above the picture says what to do in one line beside the
@@ -276,7 +271,7 @@ def test_the_hint_is_a_headline_of_one_line_beside_the_text(new_page, site_url, 
     sim = start_simulation(page, site_url, CHAPTER, "crash-timing")
     hint = sim.locator(".ct-hint")
     expect(hint).to_contain_text("arrow keys")
-    assert round(hint.evaluate(LINES), 1) <= most, hint.inner_text()
+    assert hint.evaluate(LINES) <= most, hint.inner_text()
     assert page.problems == []
 
 

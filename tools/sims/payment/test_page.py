@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import (start_simulation, task_done, answered, disclose, OUTSIDE, WIDER,
+from tests.browser import (start_simulation, task_done, answered, disclose, LINES, OUTSIDE, WIDER,
                            follows_the_theme_and_keeps_still)
 
 
@@ -262,13 +262,8 @@ def test_on_a_phone_the_payment_pictures_fit_their_words(new_page, site_url):
     assert lanes.evaluate(OUTSIDE) == []
 
 
-# How many lines an element's words take: the tops of their boxes, those a
-# few pixels apart counted as two.
-LINES = """(element) => { const range = document.createRange();
-    range.selectNodeContents(element);
-    const tops = [...range.getClientRects()].map((box) => box.top).sort((a, b) => a - b);
-    return tops.filter((top, i) => i === 0 || top - tops[i - 1] > 4).length; }"""
-# The same for the legend's keys, each a mark and its words, centred in a row.
+# How many rows the legend's keys take, each a mark and its words, centred
+# in a row.
 ROWS = """(keys) => { const tops = keys.map((key) => key.getBoundingClientRect().top)
     .sort((a, b) => a - b);
     return tops.filter((top, i) => i === 0 || top - tops[i - 1] > 8).length; }"""
