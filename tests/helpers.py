@@ -14,6 +14,7 @@ import random
 import re
 import select
 import signal
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -182,6 +183,32 @@ class Terminals:
     def close(self):
         for process in self.started:
             process.stop()
+
+
+class Lands:
+    """A worker's database connection on which another party's act lands
+    before the worker's statement numbered `after` (from 0), as soon as
+    another connection could: once the worker holds no transaction (until
+    then a real client or worker would wait). The act runs on a connection
+    of its own with busy_timeout 0: locked, it is tried again before the
+    next statement. Whether it ran is `landed`, what it returned `answer`."""
+
+    def __init__(self, db, after, act):
+        self.db, self.after, self.act = db, after, act
+        self.statements, self.landed, self.answer = 0, False, None
+
+    def execute(self, sql, params=()):
+        if not self.landed and self.statements >= self.after and not self.db.in_transaction:
+            try:
+                self.answer = self.act()
+                self.landed = True
+            except sqlite3.OperationalError:             # locked: before the next statement
+                pass
+        self.statements += 1
+        return self.db.execute(sql, params)
+
+    def __getattr__(self, name):                         # a cursor(), say: as it is
+        return getattr(self.db, name)
 
 
 def outbox(folder):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tools.harness import sandbox
-from tests.helpers import (Edit, Terminals, import_learner_file, outbox,
+from tests.helpers import (Edit, Lands, Terminals, import_learner_file, outbox,
                            two_workers_on_held_mail)
 
 pytestmark = pytest.mark.exercise("ex05_two_workers.py")
@@ -86,36 +86,11 @@ def test_ex05_two_atomic_workers_email_everyone_once_and_share_the_work(terminal
     assert sorted(re.findall(r"claimed job (\d)", "".join(printed))) == ["1", "2", "3"], printed
 
 
-class ClaimLands:
-    """A worker's database on which another worker's whole claim lands
-    before its statement numbered `after` (from 0), as soon as another
-    connection could: once this one holds no transaction (until then a real
-    worker would wait for it). What the other claim got is kept."""
-
-    def __init__(self, ex05, db, claim, after):
-        self.db, self.after, self.statements = db, after, 0
-        self.other = ex05.connect()
-        self.other.execute("PRAGMA busy_timeout = 0")   # locked: try before the next one
-        self.claim, self.landed, self.got = claim, False, None
-
-    def execute(self, sql, params=()):
-        if not self.landed and self.statements >= self.after and not self.db.in_transaction:
-            try:
-                self.got = self.claim(self.other)
-                self.landed = True
-            except sqlite3.OperationalError:             # locked: before the next statement
-                pass
-        self.statements += 1
-        return self.db.execute(sql, params)
-
-    def __getattr__(self, name):                         # a cursor(), say: as it is
-        return getattr(self.db, name)
-
-
 def claims_with_another_between(folder, claim_name):
     """For each moment of a claim (before each of its statements, and
     after the last): two jobs queued, and a second worker's claim landed
-    there. The ids the two claims got, a pair for each moment."""
+    there (tests/helpers.py: Lands). The ids the two claims got, a pair for
+    each moment."""
     ex05 = import_learner_file(folder / "ex05_two_workers.py", "ex05")
     ex05.RACE_GAP_SECONDS = 0                            # the naive claim's gap, in no hurry
     claim = getattr(ex05, claim_name)
@@ -125,13 +100,14 @@ def claims_with_another_between(folder, claim_name):
         db = ex05.connect()
         ex05.enqueue(db, "welcome_email", address="ann@example.com")
         ex05.enqueue(db, "welcome_email", address="bob@example.com")
-        lands = ClaimLands(ex05, db, claim, after)
+        other = ex05.connect()
+        other.execute("PRAGMA busy_timeout = 0")         # locked: try before the next one
+        lands = Lands(db, after, lambda: claim(other))
         mine = claim(lands)
-        if not lands.landed:                             # after its last statement
-            lands.got = claim(lands.other)
-        pairs.append((mine and mine[0], lands.got and lands.got[0]))
+        got = lands.answer if lands.landed else claim(other)   # after its last statement
+        pairs.append((mine and mine[0], got and got[0]))
         db.close()
-        lands.other.close()
+        other.close()
         if lands.statements <= after:
             return pairs
     pytest.fail(f"{claim_name} ran more than 20 statements")

@@ -19,31 +19,9 @@ import sqlite3
 
 import pytest
 
-from tests.helpers import O7, Clock
+from tests.helpers import O7, Clock, Lands
 
 pytestmark = pytest.mark.exercise("ex09_charge_worker.py")
-
-
-class CancelLands:
-    """A worker's database on which a client's cancel() lands before its
-    statement numbered `after` (from 0), as soon as another connection could:
-    the first moment this worker holds no lock that keeps the cancel from
-    committing (until then a real client would wait). The answer is kept."""
-
-    def __init__(self, ex09, db, path, after, client_id):
-        self.ex09, self.db, self.after, self.client_id = ex09, db, after, client_id
-        self.client = ex09.open_db(path)
-        self.client.execute("PRAGMA busy_timeout = 0")  # locked: try after the next one
-        self.statements, self.answer = 0, None
-
-    def execute(self, sql, params=()):
-        if self.answer is None and self.statements >= self.after and not self.db.in_transaction:
-            try:
-                self.answer = self.ex09.cancel(self.client, "North", self.client_id)
-            except sqlite3.OperationalError:             # locked: before the next statement
-                pass
-        self.statements += 1
-        return self.db.execute(sql, params)
 
 
 def test_ex09_a_cancel_confirmed_is_never_charged(ex09, practice, tmp_path):
@@ -59,9 +37,11 @@ def test_ex09_a_cancel_confirmed_is_never_charged(ex09, practice, tmp_path):
         provider = practice.Provider(clock)
         ex09.admit(db, "North", "P3", O7)
         message = ex09.start_next(db, "North", clock)
-        lands = CancelLands(ex09, db, path, after, "P3")
+        client = ex09.open_db(path)
+        client.execute("PRAGMA busy_timeout = 0")        # locked: try before the next one
+        lands = Lands(db, after, lambda: ex09.cancel(client, "North", "P3"))
         ex09.see_through(lands, provider, message, clock)
-        answer = lands.answer or ex09.cancel(lands.client, "North", "P3")
+        answer = lands.answer if lands.landed else ex09.cancel(client, "North", "P3")
         charged = len(provider.paid())
         state, charge = ex09.status(db, "North", "P3")
         stopped = answer.startswith("North/P3 cancelled:") or "asked to stop" in answer
