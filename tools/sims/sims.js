@@ -186,10 +186,13 @@ function mount(element, number) {
     });
   }, () => {}));
 
+  // This simulation's engine, made as its first picture shows it.
+  const makeEngine = (first) => call({ sim: name, instance, method: "new", args: [first.options] });
+
   // Good only while the Python it was made in runs (runtime.js: lives).
   async function makeEarly(first) {
     const life = lives;
-    const answer = await call({ sim: name, instance, method: "new", args: [first.options] });
+    const answer = await makeEngine(first);
     if (answer.ok && element.dataset.state === "idle") {
       size.textContent = "Python, kept since your first Start, is ready.";
     }
@@ -286,7 +289,7 @@ function mount(element, number) {
       }
       const before = await made;
       const answer = before?.answer.ok && before.life === lives ? before.answer
-        : await call({ sim: name, instance, method: "new", args: [first.options] });
+        : await makeEngine(first);
       if (!answer.ok) {
         throw new Error(answer.error);
       }
